@@ -1,0 +1,21 @@
+"""Shared fixtures for the chat-model backend tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmas.llm.llamacpp import ChatLlamaCpp
+from tmas.llm.model_files import ModelFileError, smollm2_path
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> ChatLlamaCpp:
+    """One embedded SmolLM2 model shared by the tests (loading it once keeps them fast)."""
+    pytest.importorskip("llama_cpp")
+    try:
+        path = smollm2_path()
+    except ModelFileError as exc:
+        pytest.skip(str(exc))
+    return ChatLlamaCpp(
+        model_path=str(path), n_ctx=1024, max_tokens=16, temperature=0.0, seed=7, n_threads=2
+    )

@@ -1,0 +1,132 @@
+"""The TMAS topology: solve -> verify -> summarize -> reflect -> update banks -> record, looped."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import RetryPolicy, Send
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.nodes.bank_update import UpdateBanks
+from tmas.nodes.experience import ExtractExperience
+from tmas.nodes.guideline import ExtractGuideline
+from tmas.nodes.iteration import StartIteration
+from tmas.nodes.reflection import reflection_tasks
+from tmas.nodes.selection import RecordIteration
+from tmas.nodes.solver import Solve, solver_tasks
+from tmas.nodes.summarizer import Summarize, summary_tasks
+from tmas.nodes.verifier import Verify, verification_tasks
+from tmas.roles import Role
+from tmas.state import RunState
+
+
+def _join(_: RunState) -> dict[str, Any]:
+    """A barrier: runs once after every branch of a fan-out finished."""
+    return {}
+
+
+def make_router(
+    config: TMASConfig, llm: BaseChatModel | ModelRouter, role_models: Mapping[Role, BaseChatModel]
+) -> ModelRouter:
+    """The router the agents call, from one model (plus per-role overrides) or a ready router.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> make_router(TMASConfig(), ScriptedChatModel(), {}).model_for("verifier") is not None
+        True
+    """
+    if isinstance(llm, ModelRouter):
+        return llm
+    temperatures = {
+        role: settings.temperature
+        for role, settings in config.roles.items()
+        if settings.temperature is not None
+    }
+    return ModelRouter(
+        llm, role_models, temperature=config.temperature, role_temperatures=temperatures
+    )
+
+
+def build_tmas_graph(
+    config: TMASConfig | None = None,
+    *,
+    llm: BaseChatModel | ModelRouter,
+    role_models: Mapping[Role, BaseChatModel] | None = None,
+    checkpointer: BaseCheckpointSaver | None = None,
+) -> CompiledStateGraph:
+    """Compile the TMAS loop into a LangGraph graph.
+
+    Args:
+        config: sizes, epsilon, budgets; defaults to ``TMASConfig()``.
+        llm: the main chat model (any langchain-core chat model), or a ``ModelRouter``.
+        role_models: optional chat models for the verifier, summary, experience and
+            guideline roles.
+        checkpointer: where checkpoints go (needed for resume); None keeps none.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> graph = build_tmas_graph(TMASConfig(n_candidates=2, n_verifications=1,
+        ...                                     max_iterations=1), llm=ScriptedChatModel())
+        >>> graph.invoke({"problem": "What is 9 + 9?"})["final_answer"]
+        '18'
+    """
+    config = config or TMASConfig()
+    router = make_router(config, llm, role_models or {})
+    retry = RetryPolicy(max_attempts=config.max_retries + 1) if config.max_retries else None
+
+    graph = StateGraph(RunState)
+    graph.add_node("start_iteration", StartIteration(config))
+    graph.add_node("solve", Solve(router, config), retry_policy=retry)
+    graph.add_node("candidates_ready", _join)
+    graph.add_node("verify", Verify(router, config), retry_policy=retry)
+    graph.add_node("verifications_ready", _join)
+    graph.add_node("summarize", Summarize(router, config), retry_policy=retry)
+    graph.add_node("summaries_ready", _join)
+    graph.add_node("extract_experience", ExtractExperience(router, config), retry_policy=retry)
+    graph.add_node("extract_guideline", ExtractGuideline(router, config), retry_policy=retry)
+    graph.add_node("update_banks", UpdateBanks(config))
+    graph.add_node("record_iteration", RecordIteration(config))
+
+    graph.add_edge(START, "start_iteration")
+    graph.add_conditional_edges(
+        "start_iteration",
+        lambda s: [Send("solve", task) for task in solver_tasks(s, config)],
+        ["solve"],
+    )
+    graph.add_edge("solve", "candidates_ready")
+    graph.add_conditional_edges(
+        "candidates_ready",
+        lambda s: [Send("verify", task) for task in verification_tasks(s, config)],
+        ["verify"],
+    )
+    graph.add_edge("verify", "verifications_ready")
+    graph.add_conditional_edges(
+        "verifications_ready",
+        lambda s: [Send("summarize", task) for task in summary_tasks(s, config)],
+        ["summarize"],
+    )
+    graph.add_edge("summarize", "summaries_ready")
+    graph.add_conditional_edges(
+        "summaries_ready",
+        lambda s: [
+            Send(node, task)
+            for task in reflection_tasks(s, config)
+            for node in ("extract_experience", "extract_guideline")
+        ],
+        ["extract_experience", "extract_guideline"],
+    )
+    graph.add_edge("extract_experience", "update_banks")
+    graph.add_edge("extract_guideline", "update_banks")
+    graph.add_edge("update_banks", "record_iteration")
+    graph.add_conditional_edges(
+        "record_iteration",
+        lambda s: END if s.get("stop_reason") else "start_iteration",
+        ["start_iteration", END],
+    )
+    return graph.compile(checkpointer=checkpointer, name="tmas")

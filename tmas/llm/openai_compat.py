@@ -1,0 +1,60 @@
+"""Chat models served over an OpenAI-compatible HTTP API (``vllm serve``, llama.cpp, ...)."""
+
+from __future__ import annotations
+
+import os
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import SecretStr
+
+# vLLM and llama.cpp servers started without --api-key accept any key.
+_NO_KEY = "EMPTY"
+
+
+def _api_key(api_key_env: str) -> SecretStr:
+    """Return the key from ``api_key_env``, else ``OPENAI_API_KEY``, else a placeholder."""
+    key = os.environ.get(api_key_env) or os.environ.get("OPENAI_API_KEY") or _NO_KEY
+    return SecretStr(key)
+
+
+def make_openai_chat_model(
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str = "TMAS_API_KEY",
+    max_tokens: int,
+    temperature: float,
+    timeout: float = 600,
+    max_retries: int = 2,
+) -> BaseChatModel:
+    """Return a ``ChatOpenAI`` talking to an OpenAI-compatible server.
+
+    The key is read from the environment variable named ``api_key_env``, else from
+    ``OPENAI_API_KEY``, else ``"EMPTY"``; it is kept as a secret and never printed.
+
+    Args:
+        base_url: the server's ``/v1`` root, e.g. ``http://localhost:8000/v1``.
+        model: the served model name.
+        api_key_env: the environment variable holding the key.
+        max_tokens: the most tokens generated per call.
+        temperature: the sampling temperature.
+        timeout: seconds before one request is abandoned.
+        max_retries: retries of a failed request.
+
+    Example:
+        >>> chat = make_openai_chat_model(base_url="http://localhost:8000/v1",
+        ...                               model="Qwen/Qwen3-8B", max_tokens=256, temperature=0.7)
+        >>> chat.model_name
+        'Qwen/Qwen3-8B'
+    """
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        base_url=base_url,
+        model=model,
+        api_key=_api_key(api_key_env),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        timeout=timeout,
+        max_retries=max_retries,
+    )

@@ -1,0 +1,98 @@
+"""One place that calls chat models for the agents: picks the role's model, sets limits, counts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from tmas.roles import Role
+
+
+@dataclass(frozen=True)
+class Completion:
+    """The text of one model reply and its token counts."""
+
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+    def usage(self, role: Role) -> dict[str, dict[str, int]]:
+        """This call as a ``usage`` state update.
+
+        Example:
+            >>> Completion("hi", 3, 1).usage("solver")
+            {'solver': {'calls': 1, 'input_tokens': 3, 'output_tokens': 1}}
+        """
+        return {
+            role: {"calls": 1, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        }
+
+
+def _text_of(message: Any) -> str:
+    content = getattr(message, "content", message)
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "") if isinstance(part, dict) else str(part) for part in content
+        )
+    return str(content or "")
+
+
+def _usage_of(message: Any) -> tuple[int, int]:
+    usage = getattr(message, "usage_metadata", None) or {}
+    return int(usage.get("input_tokens", 0) or 0), int(usage.get("output_tokens", 0) or 0)
+
+
+class ModelRouter:
+    """Maps each role to a chat model (the main one unless overridden) and calls it.
+
+    Generation limits travel as invoke kwargs (``max_tokens``, ``temperature``, ``seed``),
+    which chat models such as ChatOpenAI and ours forward; set ``pass_generation_kwargs=False``
+    for a model that rejects them.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> router = ModelRouter(ScriptedChatModel())
+        >>> router.complete("guideline", "You are the guideline agent.", "...", 32, 0).text
+        'Strategy: Set up an equation'
+    """
+
+    def __init__(
+        self,
+        main: BaseChatModel,
+        overrides: Mapping[Role, BaseChatModel] | None = None,
+        *,
+        temperature: float | None = None,
+        role_temperatures: Mapping[Role, float] | None = None,
+        pass_generation_kwargs: bool = True,
+    ) -> None:
+        self.main = main
+        self.overrides = dict(overrides or {})
+        self.temperature = temperature
+        self.role_temperatures = dict(role_temperatures or {})
+        self.pass_generation_kwargs = pass_generation_kwargs
+
+    def model_for(self, role: Role) -> BaseChatModel:
+        """The chat model that plays ``role``."""
+        return self.overrides.get(role, self.main)
+
+    def complete(
+        self, role: Role, system: str, user: str, max_tokens: int, seed: int
+    ) -> Completion:
+        """Ask ``role``'s model one question and return its reply."""
+        kwargs: dict[str, Any] = {}
+        if self.pass_generation_kwargs:
+            kwargs = {"max_tokens": max_tokens, "seed": seed}
+            temperature = self.role_temperatures.get(role, self.temperature)
+            if temperature is not None:
+                kwargs["temperature"] = temperature
+        reply: AIMessage = self.model_for(role).invoke(
+            [SystemMessage(system), HumanMessage(user)],
+            config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
+            **kwargs,
+        )
+        input_tokens, output_tokens = _usage_of(reply)
+        return Completion(_text_of(reply), input_tokens, output_tokens)

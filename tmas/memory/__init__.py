@@ -1,0 +1,1 @@
+"""Per-problem memory: the experience bank, the guideline bank and their deduplication."""

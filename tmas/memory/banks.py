@@ -1,0 +1,78 @@
+"""Merging proposals into the capped, deduplicated experience and guideline banks."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from tmas.memory.dedup import find_duplicate, jaccard
+from tmas.state import Experience, Guideline
+
+Item = TypeVar("Item", Experience, Guideline)
+
+
+def merge_into_bank(
+    bank: list[Item],
+    proposals: list[dict[str, Any]],
+    *,
+    threshold: float,
+    cap: int,
+    id_prefix: str,
+) -> tuple[list[Item], int]:
+    """Add proposals to ``bank``, reinforcing near-duplicates instead of adding them.
+
+    A proposal is a dict with ``text``, ``iteration``, ``source_index`` (and ``kind`` for
+    experiences). A near-duplicate (Jaccard >= ``threshold``) of an item already in the bank
+    raises that item's ``hits``. When the bank is over ``cap`` the least reinforced, oldest
+    items are dropped. Returns the new bank and how many new items entered it.
+
+    Example:
+        >>> bank, added = merge_into_bank([], [
+        ...     {"text": "x is 3", "iteration": 1, "source_index": 0},
+        ...     {"text": "x is 3", "iteration": 1, "source_index": 1}],
+        ...     threshold=0.8, cap=10, id_prefix="e")
+        >>> added, bank[0]["hits"]
+        (1, 2)
+    """
+    merged: list[Any] = [dict(item) for item in bank]
+    added = 0
+    for proposal in sorted(proposals, key=lambda p: (p["iteration"], p["source_index"])):
+        text = proposal["text"].strip()
+        if not text:
+            continue
+        duplicate = find_duplicate(text, [item["text"] for item in merged], threshold)
+        if duplicate is not None:
+            merged[duplicate]["hits"] += 1
+            continue
+        item = {
+            "id": f"{id_prefix}{proposal['iteration']}.{proposal['source_index']}.{added}",
+            "text": text,
+            "iteration": proposal["iteration"],
+            "source_index": proposal["source_index"],
+            "hits": 1,
+        }
+        if "kind" in proposal:
+            item["kind"] = proposal["kind"]
+        merged.append(item)
+        added += 1
+    if len(merged) > cap:
+        keep = sorted(merged, key=lambda it: (it["hits"], it["iteration"]), reverse=True)[:cap]
+        kept_ids = {it["id"] for it in keep}
+        merged = [it for it in merged if it["id"] in kept_ids]
+    return merged, sum(1 for it in merged if it["id"] not in {b["id"] for b in bank})
+
+
+def relevant_experiences(bank: list[Experience], context: str, limit: int) -> list[Experience]:
+    """The ``limit`` experiences most related to ``context``, more-reinforced ones first on ties.
+
+    Example:
+        >>> bank = [{"id": "a", "text": "apples cost 3", "hits": 1},
+        ...         {"id": "b", "text": "trains are fast", "hits": 5}]
+        >>> [e["id"] for e in relevant_experiences(bank, "how much do apples cost", 1)]
+        ['a']
+    """
+    if limit <= 0:
+        return []
+    ranked = sorted(
+        bank, key=lambda e: (jaccard(e["text"], context), e.get("hits", 1)), reverse=True
+    )
+    return ranked[:limit]

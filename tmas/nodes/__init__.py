@@ -1,0 +1,1 @@
+"""Agent roles: each module knows one role (its prompt, its call, its state update)."""

@@ -1,0 +1,64 @@
+"""The experience agent: extracts reliable conclusions and pitfalls from one rollout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.nodes import prompts
+from tmas.nodes.common import issues_of
+from tmas.parsing import parse_bullets
+from tmas.seeding import derive_seed
+
+
+def kind_of(fact: str) -> str:
+    """Classify a fact by its prefix.
+
+    Example:
+        >>> kind_of("Verified: x = 3"), kind_of("Pitfall: sign error"), kind_of("x > 0")
+        ('conclusion', 'pitfall', 'note')
+    """
+    head = fact.lower()
+    if head.startswith("verified"):
+        return "conclusion"
+    if head.startswith(("pitfall", "mistake", "avoid")):
+        return "pitfall"
+    return "note"
+
+
+class ExtractExperience:
+    """Node: propose experience-bank entries from one rollout and its summary."""
+
+    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
+        self.router = router
+        self.config = config
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        reply = self.router.complete(
+            "experience",
+            prompts.EXPERIENCE_SYSTEM,
+            prompts.EXPERIENCE_USER.format(
+                problem=task["problem"], solution=task["solution"], summary=task["summary"]
+            ),
+            self.config.max_tokens_for("experience"),
+            derive_seed(self.config.seed, "experience", task["iteration"], task["candidate_index"]),
+        )
+        parsed = parse_bullets(reply.text, max_items=3)
+        proposals = [
+            {
+                "text": fact,
+                "kind": kind_of(fact),
+                "iteration": task["iteration"],
+                "source_index": task["candidate_index"],
+            }
+            for fact in parsed.value  # type: ignore[union-attr]
+        ]
+        return {
+            "experience_proposals": proposals,
+            "usage": reply.usage("experience"),
+            "parse_issues": issues_of(
+                parsed, iteration=task["iteration"], role="experience",
+                index=task["candidate_index"], text=reply.text,
+            ),
+        }

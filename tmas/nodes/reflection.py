@@ -1,0 +1,31 @@
+"""Inputs shared by the two agents that reflect on a finished rollout (experience, guideline)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.nodes.prompts import clip
+from tmas.state import RunState
+
+
+def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+    """One task per candidate: its rollout and its verification summary.
+
+    Example:
+        >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "text": "t"}],
+        ...          "summaries": [{"candidate_index": 0, "text": "fine"}]}
+        >>> reflection_tasks(state, TMASConfig())[0]["summary"]
+        'fine'
+    """
+    summaries = {s["candidate_index"]: s["text"] for s in state.get("summaries", [])}
+    return [
+        {
+            "problem": state["problem"],
+            "iteration": state["iteration"],
+            "candidate_index": c["index"],
+            "solution": clip(c["text"], config.rollout_chars_in_prompt),
+            "summary": summaries.get(c["index"], ""),
+        }
+        for c in sorted(state.get("candidates", []), key=lambda c: c["index"])
+    ]

@@ -1,0 +1,111 @@
+"""Answer selection: the verification-weighted vote, the iteration record and the stop rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.grading import pass_at_1
+from tmas.nodes.summarizer import mean_score
+from tmas.parsing import normalize_answer
+from tmas.state import Candidate, IterationRecord, RunState
+
+NEUTRAL_SCORE = 0.5
+MIN_WEIGHT = 1e-3
+
+
+def weighted_vote(answers: list[str | None], scores: list[float | None]) -> dict[str, float]:
+    """Sum of verification scores per distinct answer (unscored candidates weigh 0.5).
+
+    Answers are grouped by their normalized form; the key is the first spelling seen.
+
+    Example:
+        >>> weighted_vote(["18", "18.0", "17", None], [0.9, 0.5, 1.0, 1.0])
+        {'18': 1.4, '17': 1.0}
+    """
+    totals: dict[str, float] = defaultdict(float)
+    spelling: dict[str, str] = {}
+    for answer, score in zip(answers, scores, strict=True):
+        key = normalize_answer(answer)
+        if key is None:
+            continue
+        spelling.setdefault(key, answer.strip())  # type: ignore[union-attr]
+        weight = NEUTRAL_SCORE if score is None else score
+        totals[key] += max(weight, MIN_WEIGHT)
+    return {spelling[k]: round(v, 6) for k, v in totals.items()}
+
+
+def winner(vote: dict[str, float]) -> str | None:
+    """The answer with the largest weight (first seen wins ties).
+
+    Example:
+        >>> winner({"3": 1.0, "4": 2.0}), winner({})
+        ('4', None)
+    """
+    return max(vote, key=vote.__getitem__) if vote else None
+
+
+def combine_votes(records: list[IterationRecord]) -> dict[str, float]:
+    """Votes of several iterations added up by normalized answer.
+
+    Example:
+        >>> combine_votes([{"vote": {"18": 1.0}}, {"vote": {"18.0": 0.5, "7": 1.0}}])
+        {'18': 1.5, '7': 1.0}
+    """
+    totals: dict[str, float] = defaultdict(float)
+    spelling: dict[str, str] = {}
+    for record in records:
+        for answer, weight in record["vote"].items():
+            key = normalize_answer(answer) or answer
+            spelling.setdefault(key, answer)
+            totals[key] += weight
+    return {spelling[k]: round(v, 6) for k, v in totals.items()}
+
+
+def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
+    """Each candidate's mean verification score, in candidate order."""
+    by_index: dict[int, list[float | None]] = defaultdict(list)
+    for verification in state.get("verifications", []):
+        by_index[verification["candidate_index"]].append(verification["score"])
+    return [mean_score(by_index[c["index"]]) for c in candidates]
+
+
+class RecordIteration:
+    """Node: vote, grade (when a gold answer is known), record the iteration, pick the answer."""
+
+    def __init__(self, config: TMASConfig) -> None:
+        self.config = config
+
+    def __call__(self, state: RunState) -> dict[str, Any]:
+        candidates = sorted(state.get("candidates", []), key=lambda c: c["index"])
+        answers = [c["answer"] for c in candidates]
+        scores = candidate_scores(state, candidates)
+        vote = weighted_vote(answers, scores)
+        growth = state.get("bank_growth", {})
+        record: IterationRecord = {
+            "iteration": state["iteration"],
+            "answers": answers,
+            "modes": [c["mode"] for c in candidates],
+            "scores": scores,
+            "vote": vote,
+            "voted_answer": winner(vote),
+            "mean_score": mean_score(scores),
+            "pass_at_1": pass_at_1(answers, state.get("gold_answer")),
+            "experiences_added": growth.get("experiences", 0),
+            "guidelines_added": growth.get("guidelines", 0),
+        }
+        history = [*state.get("history", []), record]
+        final_vote = combine_votes(history) if self.config.vote_scope == "all" else vote
+        stop_reason = self.stop_reason(record, answers)
+        return {"history": history, "final_answer": winner(final_vote), "stop_reason": stop_reason}
+
+    def stop_reason(self, record: IterationRecord, answers: list[str | None]) -> str | None:
+        """Why the run ends after this iteration, or None to go on."""
+        if record["iteration"] >= self.config.max_iterations:
+            return "max_iterations"
+        keys = {normalize_answer(a) for a in answers}
+        agreed = len(keys) == 1 and None not in keys
+        if self.config.stop_on_consensus and agreed and (record["mean_score"] or 0) >= 0.7:
+            return "consensus"
+        return None

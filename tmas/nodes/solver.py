@@ -1,0 +1,111 @@
+"""The solution agent: writes one candidate in initial, exploit or explore mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.memory.banks import relevant_experiences
+from tmas.nodes import prompts
+from tmas.nodes.common import issues_of
+from tmas.parsing import extract_answer
+from tmas.state import Candidate, RunState
+
+
+def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+    """One self-contained task per plan: the plan plus exactly the context its mode reads.
+
+    Exploit tasks get their parent rollout, its verification summary and the experiences most
+    related to it; explore tasks get the guideline bank; initial tasks get the problem only.
+
+    Example:
+        >>> from tmas.nodes.iteration import plan_iteration
+        >>> state = {"problem": "1+1?", "plans": plan_iteration(TMASConfig(), 1, 0)}
+        >>> [t["plan"]["mode"] for t in solver_tasks(state, TMASConfig())][:2]
+        ['initial', 'initial']
+    """
+    previous = state.get("previous", [])
+    tasks = []
+    for plan in state.get("plans", []):
+        task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
+        if plan["mode"] == "exploit":
+            parent = previous[plan["parent_index"]]
+            task["parent"] = parent
+            context = state["problem"] + "\n" + parent["text"]
+            task["experiences"] = relevant_experiences(
+                state.get("experience_bank", []), context, config.experiences_per_prompt
+            )
+        elif plan["mode"] == "explore":
+            task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
+        tasks.append(task)
+    return tasks
+
+
+def solver_prompt(task: dict[str, Any]) -> str:
+    """The user prompt of a solver task.
+
+    Example:
+        >>> solver_prompt({"problem": "1+1?", "plan": {"mode": "initial"}}).startswith("Problem")
+        True
+    """
+    mode = task["plan"]["mode"]
+    if mode == "exploit":
+        parent = task["parent"]
+        return prompts.SOLVER_EXPLOIT.format(
+            problem=task["problem"],
+            parent=parent["text"],
+            summary=parent["summary"] or "(no summary)",
+            experiences=prompts.bullet_list([e["text"] for e in task["experiences"]]),
+        )
+    if mode == "explore":
+        return prompts.SOLVER_EXPLORE.format(
+            problem=task["problem"], guidelines=prompts.bullet_list(task["guidelines"])
+        )
+    return prompts.SOLVER_INITIAL.format(problem=task["problem"])
+
+
+class Solve:
+    """Node: run one solver task and add its candidate to the iteration.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None, "seed": 1}
+        >>> node({"problem": "1+1?", "plan": plan})["candidates"][0]["answer"] is not None
+        True
+    """
+
+    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
+        self.router = router
+        self.config = config
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        plan = task["plan"]
+        reply = self.router.complete(
+            "solver",
+            prompts.SOLVER_SYSTEM,
+            solver_prompt(task),
+            self.config.max_tokens_for("solver"),
+            plan["seed"],
+        )
+        parsed = extract_answer(reply.text)
+        candidate: Candidate = {
+            "iteration": plan["iteration"],
+            "index": plan["index"],
+            "mode": plan["mode"],
+            "parent_index": plan["parent_index"],
+            "text": reply.text,
+            "answer": parsed.value,  # type: ignore[typeddict-item]
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "experience_ids": [e["id"] for e in task.get("experiences", [])],
+        }
+        return {
+            "candidates": [candidate],
+            "usage": reply.usage("solver"),
+            "parse_issues": issues_of(
+                parsed, iteration=plan["iteration"], role="solver", index=plan["index"],
+                text=reply.text,
+            ),
+        }

@@ -1,0 +1,81 @@
+"""The summary agent: condenses the M verifications of one candidate into a short summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.nodes import prompts
+from tmas.seeding import derive_seed
+from tmas.state import RunState, Summary
+
+
+def mean_score(scores: list[float | None]) -> float | None:
+    """Mean of the known scores (None when none is known).
+
+    Example:
+        >>> mean_score([0.5, None, 1.0])
+        0.75
+    """
+    known = [s for s in scores if s is not None]
+    return sum(known) / len(known) if known else None
+
+
+def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+    """One task per candidate, carrying its answer and all its verification reports.
+
+    Example:
+        >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "answer": "1"}],
+        ...          "verifications": [{"candidate_index": 0, "check_index": 0, "text": "ok",
+        ...                             "score": 0.8}]}
+        >>> summary_tasks(state, TMASConfig())[0]["scores"]
+        [0.8]
+    """
+    tasks = []
+    verifications = state.get("verifications", [])
+    for candidate in sorted(state.get("candidates", []), key=lambda c: c["index"]):
+        mine = sorted(
+            (v for v in verifications if v["candidate_index"] == candidate["index"]),
+            key=lambda v: v["check_index"],
+        )
+        tasks.append(
+            {
+                "problem": state["problem"],
+                "iteration": state["iteration"],
+                "candidate_index": candidate["index"],
+                "answer": candidate["answer"],
+                "reports": [prompts.clip(v["text"], 800) for v in mine],
+                "scores": [v["score"] for v in mine],
+            }
+        )
+    return tasks
+
+
+class Summarize:
+    """Node: write the verification summary of one candidate."""
+
+    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
+        self.router = router
+        self.config = config
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        reports = "\n\n".join(
+            f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"])
+        )
+        reply = self.router.complete(
+            "summary",
+            prompts.SUMMARY_SYSTEM,
+            prompts.SUMMARY_USER.format(
+                problem=task["problem"], answer=task["answer"] or "(none)", reports=reports
+            ),
+            self.config.max_tokens_for("summary"),
+            derive_seed(self.config.seed, "summary", task["iteration"], task["candidate_index"]),
+        )
+        summary: Summary = {
+            "iteration": task["iteration"],
+            "candidate_index": task["candidate_index"],
+            "text": reply.text.strip(),
+            "mean_score": mean_score(task["scores"]),
+        }
+        return {"summaries": [summary], "usage": reply.usage("summary")}

@@ -1,0 +1,76 @@
+"""The verification agent: one independent check of one candidate."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.nodes import prompts
+from tmas.nodes.common import issues_of
+from tmas.parsing import parse_verification
+from tmas.seeding import derive_seed
+from tmas.state import RunState, Verification
+
+
+def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+    """N x M tasks: every candidate checked ``n_verifications`` times.
+
+    Example:
+        >>> state = {"problem": "p", "iteration": 1,
+        ...          "candidates": [{"index": 0, "text": "t"}, {"index": 1, "text": "u"}]}
+        >>> len(verification_tasks(state, TMASConfig(n_verifications=3)))
+        6
+    """
+    tasks = []
+    for candidate in sorted(state.get("candidates", []), key=lambda c: c["index"]):
+        for check in range(config.n_verifications):
+            tasks.append(
+                {
+                    "problem": state["problem"],
+                    "iteration": state["iteration"],
+                    "candidate_index": candidate["index"],
+                    "check_index": check,
+                    "solution": prompts.clip(candidate["text"], config.rollout_chars_in_prompt),
+                }
+            )
+    return tasks
+
+
+class Verify:
+    """Node: check one candidate once and record verdict and score."""
+
+    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
+        self.router = router
+        self.config = config
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        seed = derive_seed(
+            self.config.seed, "verify", task["iteration"], task["candidate_index"],
+            task["check_index"],
+        )
+        reply = self.router.complete(
+            "verifier",
+            prompts.VERIFIER_SYSTEM,
+            prompts.VERIFIER_USER.format(problem=task["problem"], solution=task["solution"]),
+            self.config.max_tokens_for("verifier"),
+            seed,
+        )
+        parsed = parse_verification(reply.text)
+        verdict, score = parsed.value  # type: ignore[misc]
+        verification: Verification = {
+            "iteration": task["iteration"],
+            "candidate_index": task["candidate_index"],
+            "check_index": task["check_index"],
+            "text": reply.text,
+            "verdict": verdict,
+            "score": score,
+        }
+        return {
+            "verifications": [verification],
+            "usage": reply.usage("verifier"),
+            "parse_issues": issues_of(
+                parsed, iteration=task["iteration"], role="verifier",
+                index=task["candidate_index"], text=reply.text,
+            ),
+        }

@@ -1,0 +1,189 @@
+"""The typed shared state of a TMAS run.
+
+Every value is plain JSON-able data (TypedDicts of str/int/float/list/dict), so checkpoints
+round-trip under a strict msgpack serializer. Per-iteration lists are merged by reducers
+from parallel branches and cleared with the ``RESET`` marker at the start of an iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+Mode = Literal["initial", "exploit", "explore"]
+
+RESET: dict[str, Any] = {"__reset__": True}
+"""Write ``[RESET]`` to a per-iteration list to empty it (the marker survives JSON)."""
+
+
+class ParseIssue(TypedDict):
+    """A model output that a parser could not read as asked."""
+
+    iteration: int
+    role: str
+    index: int
+    problem: str
+    excerpt: str
+
+
+class Plan(TypedDict):
+    """How one candidate of an iteration is produced (chosen before any solver runs)."""
+
+    iteration: int
+    index: int
+    mode: Mode
+    parent_index: int | None
+    seed: int
+
+
+class Candidate(TypedDict):
+    """One solution rollout."""
+
+    iteration: int
+    index: int
+    mode: Mode
+    parent_index: int | None
+    text: str
+    answer: str | None
+    input_tokens: int
+    output_tokens: int
+    experience_ids: list[str]
+
+
+class Verification(TypedDict):
+    """One independent check of one candidate."""
+
+    iteration: int
+    candidate_index: int
+    check_index: int
+    text: str
+    verdict: Literal["correct", "incorrect", "unknown"]
+    score: float | None
+
+
+class Summary(TypedDict):
+    """The condensed verification feedback of one candidate."""
+
+    iteration: int
+    candidate_index: int
+    text: str
+    mean_score: float | None
+
+
+class Experience(TypedDict):
+    """A reliable low-level conclusion or local feedback, kept in the experience bank."""
+
+    id: str
+    text: str
+    kind: Literal["conclusion", "pitfall", "note"]
+    iteration: int
+    source_index: int
+    hits: int
+
+
+class Guideline(TypedDict):
+    """A high-level strategy already tried, kept in the guideline bank."""
+
+    id: str
+    text: str
+    iteration: int
+    source_index: int
+    hits: int
+
+
+class IterationRecord(TypedDict):
+    """What one iteration produced, kept for the whole run (small by construction)."""
+
+    iteration: int
+    answers: list[str | None]
+    modes: list[str]
+    scores: list[float | None]
+    vote: dict[str, float]
+    voted_answer: str | None
+    mean_score: float | None
+    pass_at_1: float | None
+    experiences_added: int
+    guidelines_added: int
+
+
+class Usage(TypedDict):
+    """LLM calls and tokens of one role."""
+
+    calls: int
+    input_tokens: int
+    output_tokens: int
+
+
+def merge_per_iteration(left: list | None, right: list | None) -> list:
+    """Append ``right`` to ``left``; a ``RESET`` item first empties the list.
+
+    Example:
+        >>> merge_per_iteration([1], [2])
+        [1, 2]
+        >>> merge_per_iteration([1], [RESET, 3])
+        [3]
+    """
+    merged = list(left or [])
+    for item in right or []:
+        if item == RESET:
+            merged = []
+        else:
+            merged.append(item)
+    return merged
+
+
+PARSE_ISSUE_CAP = 200
+
+
+def append_capped(left: list | None, right: list | None) -> list:
+    """Append ``right`` to ``left`` and keep only the newest ``PARSE_ISSUE_CAP`` items.
+
+    Example:
+        >>> len(append_capped(list(range(PARSE_ISSUE_CAP)), [1, 2]))
+        200
+    """
+    return (list(left or []) + list(right or []))[-PARSE_ISSUE_CAP:]
+
+
+def add_usage(left: dict | None, right: dict | None) -> dict[str, Usage]:
+    """Sum per-role usage counters.
+
+    Example:
+        >>> add_usage({"solver": {"calls": 1, "input_tokens": 5, "output_tokens": 7}},
+        ...           {"solver": {"calls": 1, "input_tokens": 1, "output_tokens": 1}})["solver"]
+        {'calls': 2, 'input_tokens': 6, 'output_tokens': 8}
+    """
+    total: dict[str, Usage] = {k: dict(v) for k, v in (left or {}).items()}  # type: ignore[misc]
+    for role, usage in (right or {}).items():
+        mine = total.setdefault(role, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
+        for key in ("calls", "input_tokens", "output_tokens"):
+            mine[key] = mine.get(key, 0) + int(usage.get(key, 0))
+    return total
+
+
+class RunState(TypedDict, total=False):
+    """The whole state of one run (one LangGraph thread).
+
+    Banks and the iteration history persist across iterations; ``plans``, ``candidates``,
+    ``verifications``, ``summaries`` and the bank proposals hold the current iteration only;
+    ``previous`` holds the rollouts of iteration t-1 that exploitation repairs.
+    """
+
+    problem: str
+    gold_answer: str | None
+    config: dict[str, Any]
+    iteration: int
+    plans: list[Plan]
+    candidates: Annotated[list[Candidate], merge_per_iteration]
+    verifications: Annotated[list[Verification], merge_per_iteration]
+    summaries: Annotated[list[Summary], merge_per_iteration]
+    experience_proposals: Annotated[list[dict], merge_per_iteration]
+    guideline_proposals: Annotated[list[dict], merge_per_iteration]
+    previous: list[dict]
+    experience_bank: list[Experience]
+    guideline_bank: list[Guideline]
+    bank_growth: dict[str, int]
+    history: list[IterationRecord]
+    parse_issues: Annotated[list[ParseIssue], append_capped]
+    usage: Annotated[dict[str, Usage], add_usage]
+    final_answer: str | None
+    stop_reason: str | None

@@ -1,0 +1,1 @@
+"""Deterministic stand-ins for language models, for tests of wiring and faults."""

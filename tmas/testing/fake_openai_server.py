@@ -1,0 +1,362 @@
+"""A loopback-only, OpenAI-compatible HTTP server that answers with scripted replies.
+
+Run it in-process (``with FakeOpenAIServer() as server: ...``) or as a process::
+
+    python -m tmas.testing.fake_openai_server --port 8123 --latency 0.1 --count-file n.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from tmas.testing.scripted import ScriptedReplies, scripted_reply
+
+MODEL_NAME = "scripted"
+MAX_STORED_REQUESTS = 1000
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    """Flatten an OpenAI message's ``content`` (a string or a list of parts) to text."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
+        )
+    return "" if content is None else str(content)
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeOpenAIServer
+
+
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Keep test output quiet."""
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        body = json.dumps(payload).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_error(self, status: int, message: str, kind: str) -> None:
+        self._send_json(status, {"error": {"message": message, "type": kind, "code": None}})
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": MODEL_NAME, "object": "model", "created": 0, "owned_by": "tmas"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_error(404, f"unknown path {self.path}", "not_found_error")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True
+            return self._send_error(413, "request body too large", "invalid_request_error")
+        raw = self.rfile.read(length) if length > 0 else b""
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send_error(404, f"unknown path {self.path}", "not_found_error")
+            return
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            self._send_error(400, f"invalid JSON body: {exc}", "invalid_request_error")
+            return
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            self._send_error(400, "'messages' must be a list of objects", "invalid_request_error")
+            return
+        self.server.fake._serve_completion(self, body, messages)
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible chat server on a loopback address, answering from a script.
+
+    Args:
+        replies: The scripted replies; the default ``ScriptedReplies()`` if None.
+        latency_s: Seconds to wait before each chat completion is answered.
+        host: A loopback address to bind (anything else raises ``ValueError``).
+        port: The port to bind; 0 picks a free one.
+        max_requests: Chat completions to serve; later ones get HTTP 503.
+        on_complete: Called with the running count after each served completion.
+
+    Example:
+        >>> from openai import OpenAI
+        >>> with FakeOpenAIServer() as server:
+        ...     client = OpenAI(base_url=server.base_url, api_key="x")
+        ...     out = client.chat.completions.create(
+        ...         model="scripted", messages=[{"role": "user", "content": "hi"}])
+        >>> server.request_count
+        1
+    """
+
+    def __init__(
+        self,
+        replies: ScriptedReplies | None = None,
+        latency_s: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_requests: int = 100_000,
+        *,
+        on_complete: Callable[[int], None] | None = None,
+    ) -> None:
+        if not _is_loopback(host):
+            raise ValueError(f"FakeOpenAIServer binds loopback addresses only, not {host!r}")
+        if latency_s < 0:
+            raise ValueError("latency_s must be >= 0")
+        self.replies = replies if replies is not None else ScriptedReplies()
+        self.latency_s = latency_s
+        self.host = host.strip("[]")
+        self.port = port
+        self.max_requests = max_requests
+        self.on_complete = on_complete
+        self._lock = threading.Lock()
+        self._admitted = 0
+        self._completed = 0
+        self._in_flight = 0
+        self._max_in_flight = 0
+        self._requests: deque[dict[str, Any]] = deque(maxlen=MAX_STORED_REQUESTS)
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> FakeOpenAIServer:
+        """Bind and serve in a daemon thread; returns self."""
+        if self._httpd is not None:
+            return self
+        cls = _HTTPServer6 if ":" in self.host else _HTTPServer
+        httpd = cls((self.host, self.port), _Handler)
+        if not _is_loopback(str(httpd.server_address[0])):  # e.g. an odd "localhost" entry
+            httpd.server_close()
+            raise ValueError(f"{self.host!r} did not resolve to a loopback address")
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, args=(0.05,), name="fake-openai-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket (idempotent)."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, e.g. ``http://127.0.0.1:8123/v1``."""
+        if self._httpd is None:
+            raise RuntimeError("FakeOpenAIServer is not running")
+        host, port = self._httpd.server_address[:2]
+        shown = f"[{host}]" if ":" in str(host) else str(host)
+        return f"http://{shown}:{port}/v1"
+
+    @property
+    def request_count(self) -> int:
+        """Chat completions served so far."""
+        with self._lock:
+            return self._completed
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """A copy of the last received chat-completion bodies (at most 1000)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def in_flight(self) -> int:
+        """Chat completions being processed now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The peak number of chat completions processed at once."""
+        with self._lock:
+            return self._max_in_flight
+
+    def _serve_completion(
+        self, handler: _Handler, body: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> None:
+        with self._lock:
+            over = self._admitted >= self.max_requests
+            if not over:
+                self._admitted += 1
+                self._requests.append(body)
+                self._in_flight += 1
+                self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        if over:
+            handler._send_error(503, "request limit reached", "server_error")
+            return
+        try:
+            time.sleep(self.latency_s)
+            flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
+            n = body.get("n")
+            n = max(1, min(n, 128)) if isinstance(n, int) else 1
+            content = scripted_reply(self.replies, flat)
+            prompt, completion = sum(_words(m["content"]) for m in flat), _words(content) * n
+            usage = dict(prompt_tokens=prompt, completion_tokens=completion)
+            usage["total_tokens"] = prompt + completion
+            with self._lock:
+                self._completed += 1
+                count = self._completed
+            if self.on_complete is not None:
+                self.on_complete(count)
+            head = {
+                "id": f"chatcmpl-{uuid.uuid4().hex}",
+                "created": int(time.time()),
+                "model": str(body.get("model") or MODEL_NAME),
+            }
+            if not body.get("stream"):
+                message = {"role": "assistant", "content": content}
+                choices = [
+                    {"index": i, "message": message, "logprobs": None, "finish_reason": "stop"}
+                    for i in range(n)
+                ]
+                handler._send_json(
+                    200, {**head, "object": "chat.completion", "choices": choices, "usage": usage}
+                )
+                return
+            options = body.get("stream_options")
+            with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+            _stream(handler, head, content, n, usage if with_usage else None)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+
+def _stream(
+    handler: _Handler, head: dict[str, Any], content: str, n: int, usage: dict[str, int] | None
+) -> None:
+    """Send ``n`` choices of ``content`` as server-sent chat.completion.chunk events."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream")
+    handler.send_header("Cache-Control", "no-cache")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    handler.close_connection = True
+
+    def emit(choices: list[dict[str, Any]], **extra: Any) -> None:
+        chunk = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
+        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+
+    for i in range(n):
+        deltas = [{"role": "assistant", "content": ""}]
+        deltas += [{"content": piece} for piece in content.splitlines(keepends=True)]
+        for delta in deltas:
+            emit([{"index": i, "delta": delta, "finish_reason": None}])
+        emit([{"index": i, "delta": {}, "finish_reason": "stop"}])
+    if usage is not None:
+        emit([], usage=usage)
+    handler.wfile.write(b"data: [DONE]\n\n")
+    handler.wfile.flush()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGTERM or SIGINT, printing the base URL first.
+
+    Example:
+        ``python -m tmas.testing.fake_openai_server --port 0 --answers 18,18,17``
+    """
+    parser = argparse.ArgumentParser(description="Loopback OpenAI-compatible scripted server")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8123)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
+    parser.add_argument("--count-file", type=Path, help="rewritten with the served count")
+    parser.add_argument("--answers", default="18,18,17", help="comma-separated solver answers")
+    parser.add_argument("--max-requests", type=int, default=100_000)
+    args = parser.parse_args(argv)
+
+    answers = tuple(a.strip() for a in args.answers.split(",") if a.strip()) or ("18",)
+    count_file: Path | None = args.count_file.resolve() if args.count_file else None
+    write_lock = threading.Lock()
+
+    def on_complete(count: int) -> None:
+        if count_file is not None:
+            with write_lock:  # the latest count wins even if writers race
+                _atomic_write(count_file, f"{max(count, server.request_count)}\n")
+
+    if count_file is not None:
+        _atomic_write(count_file, "0\n")
+    server = FakeOpenAIServer(
+        ScriptedReplies(answers=answers),
+        latency_s=args.latency,
+        host=args.host,
+        port=args.port,
+        max_requests=args.max_requests,
+        on_complete=on_complete,
+    )
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    with server:
+        print(server.base_url, flush=True)
+        while not done.wait(0.5):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
