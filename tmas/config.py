@@ -70,7 +70,7 @@ class TMASConfig(BaseModel):
         return self
 
     def calls_per_iteration(self) -> int:
-        """LLM calls of one iteration: N solve + N*M verify + N summary + N experience + N guideline."""
+        """LLM calls of one iteration: N solve, N*M verify, N each summary/experience/guideline."""
         n, m = self.n_candidates, self.n_verifications
         return n + n * m + 3 * n
 

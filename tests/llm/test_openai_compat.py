@@ -10,8 +10,9 @@ SECRET = "sk-test-do-not-print-1234567890"
 
 
 def _model(**overrides: object):
-    kwargs = dict(base_url="http://localhost:8000/v1", model="served-model", max_tokens=64,
-                  temperature=0.3)
+    kwargs = dict(
+        base_url="http://localhost:8000/v1", model="served-model", max_tokens=64, temperature=0.3
+    )
     kwargs.update(overrides)
     return make_openai_chat_model(**kwargs)
 

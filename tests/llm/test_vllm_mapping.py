@@ -70,7 +70,12 @@ def test_message_mapping() -> None:
 
 def test_sampling_kwargs() -> None:
     assert sampling_kwargs(32, 0.5, 0.9, 11, 3, ["</s>"]) == {
-        "n": 3, "max_tokens": 32, "temperature": 0.5, "top_p": 0.9, "seed": 11, "stop": ["</s>"]
+        "n": 3,
+        "max_tokens": 32,
+        "temperature": 0.5,
+        "top_p": 0.9,
+        "seed": 11,
+        "stop": ["</s>"],
     }
     assert "seed" not in sampling_kwargs(32, 0.5, 0.9, None, 1, None)
     assert "stop" not in sampling_kwargs(32, 0.5, 0.9, None, 1, [])
@@ -91,7 +96,9 @@ def test_output_conversion_counts_tokens() -> None:
     assert second.usage_metadata == {"input_tokens": 0, "output_tokens": 3, "total_tokens": 3}
     assert second.response_metadata == {"finish_reason": "length", "model_name": "m"}
     assert result.llm_output["token_usage"] == {
-        "prompt_tokens": 4, "completion_tokens": 5, "total_tokens": 9
+        "prompt_tokens": 4,
+        "completion_tokens": 5,
+        "total_tokens": 9,
     }
 
 
@@ -106,9 +113,14 @@ def test_generate_returns_n_generations(fake_vllm: types.ModuleType) -> None:
     (llm,) = FakeLLM.instances
     assert llm.init_kwargs["model"] == "fake/model"
     assert llm.init_kwargs["max_model_len"] == 2048
-    (conversations, params), = llm.chat_calls
+    ((conversations, params),) = llm.chat_calls
     assert params[0].kwargs == {
-        "n": 3, "max_tokens": 40, "temperature": 0.7, "top_p": 0.95, "seed": 5, "stop": ["STOP"]
+        "n": 3,
+        "max_tokens": 40,
+        "temperature": 0.7,
+        "top_p": 0.95,
+        "seed": 5,
+        "stop": ["STOP"],
     }
 
 
@@ -120,9 +132,13 @@ def test_per_call_overrides(fake_vllm: types.ModuleType) -> None:
         model.close()
     assert reply.text == "hi#0"
     assert reply.usage_metadata["input_tokens"] == 3
-    (_, params), = FakeLLM.instances[0].chat_calls
+    ((_, params),) = FakeLLM.instances[0].chat_calls
     assert params[0].kwargs == {
-        "n": 2, "max_tokens": 7, "temperature": 0.0, "top_p": 0.95, "seed": 3
+        "n": 2,
+        "max_tokens": 7,
+        "temperature": 0.0,
+        "top_p": 0.95,
+        "seed": 3,
     }
 
 

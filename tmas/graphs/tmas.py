@@ -31,28 +31,6 @@ def _join(_: RunState) -> dict[str, Any]:
     return {}
 
 
-def make_router(
-    config: TMASConfig, llm: BaseChatModel | ModelRouter, role_models: Mapping[Role, BaseChatModel]
-) -> ModelRouter:
-    """The router the agents call, from one model (plus per-role overrides) or a ready router.
-
-    Example:
-        >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> make_router(TMASConfig(), ScriptedChatModel(), {}).model_for("verifier") is not None
-        True
-    """
-    if isinstance(llm, ModelRouter):
-        return llm
-    temperatures = {
-        role: settings.temperature
-        for role, settings in config.roles.items()
-        if settings.temperature is not None
-    }
-    return ModelRouter(
-        llm, role_models, temperature=config.temperature, role_temperatures=temperatures
-    )
-
-
 def build_tmas_graph(
     config: TMASConfig | None = None,
     *,
@@ -77,7 +55,9 @@ def build_tmas_graph(
         '18'
     """
     config = config or TMASConfig()
-    router = make_router(config, llm, role_models or {})
+    router = (
+        llm if isinstance(llm, ModelRouter) else ModelRouter.for_config(llm, role_models, config)
+    )
     retry = RetryPolicy(max_attempts=config.max_retries + 1) if config.max_retries else None
 
     graph = StateGraph(RunState)

@@ -27,9 +27,7 @@ def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
         >>> to_chat_dicts([SystemMessage("be brief"), HumanMessage("hi")])
         [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
     """
-    return [
-        {"role": _ROLE_OF_TYPE.get(m.type, "user"), "content": m.text} for m in messages
-    ]
+    return [{"role": _ROLE_OF_TYPE.get(m.type, "user"), "content": m.text} for m in messages]
 
 
 def _import_llama() -> Any:

@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+from tmas.config import TMASConfig
 from tmas.roles import Role
 
 
@@ -28,7 +29,11 @@ class Completion:
             {'solver': {'calls': 1, 'input_tokens': 3, 'output_tokens': 1}}
         """
         return {
-            role: {"calls": 1, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+            role: {
+                "calls": 1,
+                "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens,
+            }
         }
 
 
@@ -74,6 +79,27 @@ class ModelRouter:
         self.temperature = temperature
         self.role_temperatures = dict(role_temperatures or {})
         self.pass_generation_kwargs = pass_generation_kwargs
+
+    @classmethod
+    def for_config(
+        cls,
+        main: BaseChatModel,
+        overrides: Mapping[Role, BaseChatModel] | None,
+        config: TMASConfig,
+    ) -> ModelRouter:
+        """A router using ``config``'s temperature and its per-role temperature overrides.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> ModelRouter.for_config(ScriptedChatModel(), None, TMASConfig()).temperature
+            0.7
+        """
+        temperatures = {
+            role: settings.temperature
+            for role, settings in config.roles.items()
+            if settings.temperature is not None
+        }
+        return cls(main, overrides, temperature=config.temperature, role_temperatures=temperatures)
 
     def model_for(self, role: Role) -> BaseChatModel:
         """The chat model that plays ``role``."""

@@ -154,11 +154,9 @@ class MicroBatcher:
         batch = [first]
         deadline = time.monotonic() + self._window_s
         while True:
-            remaining = deadline - time.monotonic()
+            remaining = max(0.0, deadline - time.monotonic())
             try:
-                item = self._queue.get(timeout=remaining) if remaining > 0 else (
-                    self._queue.get_nowait()
-                )
+                item = self._queue.get(block=remaining > 0, timeout=remaining or None)
             except queue.Empty:
                 return batch, False
             if item is _STOP:

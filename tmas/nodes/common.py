@@ -6,7 +6,9 @@ from tmas.parsing import Parsed
 from tmas.state import ParseIssue
 
 
-def issues_of(parsed: Parsed, *, iteration: int, role: str, index: int, text: str) -> list[ParseIssue]:
+def issues_of(
+    parsed: Parsed, *, iteration: int, role: str, index: int, text: str
+) -> list[ParseIssue]:
     """A one-item ``parse_issues`` update when ``parsed`` records a problem, else ``[]``.
 
     Example:

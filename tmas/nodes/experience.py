@@ -58,7 +58,10 @@ class ExtractExperience:
             "experience_proposals": proposals,
             "usage": reply.usage("experience"),
             "parse_issues": issues_of(
-                parsed, iteration=task["iteration"], role="experience",
-                index=task["candidate_index"], text=reply.text,
+                parsed,
+                iteration=task["iteration"],
+                role="experience",
+                index=task["candidate_index"],
+                text=reply.text,
             ),
         }

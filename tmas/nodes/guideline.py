@@ -41,7 +41,10 @@ class ExtractGuideline:
             "guideline_proposals": proposals,
             "usage": reply.usage("guideline"),
             "parse_issues": issues_of(
-                parsed, iteration=task["iteration"], role="guideline",
-                index=task["candidate_index"], text=reply.text,
+                parsed,
+                iteration=task["iteration"],
+                role="guideline",
+                index=task["candidate_index"],
+                text=reply.text,
             ),
         }

@@ -38,8 +38,13 @@ def plan_iteration(config: TMASConfig, iteration: int, previous_count: int) -> l
         parent = index % previous_count if mode == "exploit" else None
         seed = derive_seed(config.seed, "solve", iteration, index)
         plans.append(
-            {"iteration": iteration, "index": index, "mode": mode, "parent_index": parent,
-             "seed": seed}
+            {
+                "iteration": iteration,
+                "index": index,
+                "mode": mode,
+                "parent_index": parent,
+                "seed": seed,
+            }
         )
     return plans
 

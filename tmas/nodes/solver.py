@@ -105,7 +105,10 @@ class Solve:
             "candidates": [candidate],
             "usage": reply.usage("solver"),
             "parse_issues": issues_of(
-                parsed, iteration=plan["iteration"], role="solver", index=plan["index"],
+                parsed,
+                iteration=plan["iteration"],
+                role="solver",
+                index=plan["index"],
                 text=reply.text,
             ),
         }

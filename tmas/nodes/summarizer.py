@@ -60,9 +60,7 @@ class Summarize:
         self.config = config
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
-        reports = "\n\n".join(
-            f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"])
-        )
+        reports = "\n\n".join(f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"]))
         reply = self.router.complete(
             "summary",
             prompts.SUMMARY_SYSTEM,

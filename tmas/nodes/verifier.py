@@ -46,7 +46,10 @@ class Verify:
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         seed = derive_seed(
-            self.config.seed, "verify", task["iteration"], task["candidate_index"],
+            self.config.seed,
+            "verify",
+            task["iteration"],
+            task["candidate_index"],
             task["check_index"],
         )
         reply = self.router.complete(
@@ -70,7 +73,10 @@ class Verify:
             "verifications": [verification],
             "usage": reply.usage("verifier"),
             "parse_issues": issues_of(
-                parsed, iteration=task["iteration"], role="verifier",
-                index=task["candidate_index"], text=reply.text,
+                parsed,
+                iteration=task["iteration"],
+                role="verifier",
+                index=task["candidate_index"],
+                text=reply.text,
             ),
         }

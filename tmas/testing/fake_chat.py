@@ -65,7 +65,7 @@ class ScriptedChatModel(BaseChatModel):
             number = self._calls[role]
         if self.fail_when is not None and self.fail_when(role, number):
             raise RuntimeError(f"scripted failure of {role} call {number}")
-        text = scripted_reply(self.replies, dicts)
+        text = scripted_reply(self.replies, dicts, salt=str(kwargs.get("seed", "")))
         prompt_tokens = sum(len(d["content"].split()) for d in dicts)
         usage = {
             "input_tokens": prompt_tokens,

@@ -244,7 +244,7 @@ class FakeOpenAIServer:
             flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1
-            content = scripted_reply(self.replies, flat)
+            content = scripted_reply(self.replies, flat, salt=str(body.get("seed", "")))
             prompt, completion = sum(_words(m["content"]) for m in flat), _words(content) * n
             usage = dict(prompt_tokens=prompt, completion_tokens=completion)
             usage["total_tokens"] = prompt + completion

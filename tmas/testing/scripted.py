@@ -29,10 +29,10 @@ class ScriptedReplies:
         digest = hashlib.sha256(text.encode("utf-8")).digest()
         return options[digest[0] % len(options)]
 
-    def reply(self, role: Role | None, system: str, user: str) -> str:
-        """Return the canned reply of ``role`` to a prompt."""
+    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
+        """Return the canned reply of ``role`` to a prompt (``salt``, e.g. a seed, varies it)."""
         if role == "solver":
-            answer = self._pick(self.answers, system + user)
+            answer = self._pick(self.answers, system + user + salt)
             return f"We compute step by step.\nThe result is {answer}.\n\\boxed{{{answer}}}"
         if role == "verifier":
             verdict = "correct" if self.verifier_score >= 5 else "incorrect"
@@ -49,7 +49,7 @@ class ScriptedReplies:
         return "I do not know which role I play."
 
 
-def scripted_reply(replies: ScriptedReplies, messages: Sequence[dict]) -> str:
+def scripted_reply(replies: ScriptedReplies, messages: Sequence[dict], salt: str = "") -> str:
     """Reply to OpenAI-style ``messages`` (dicts with role and content) as the scripted agent.
 
     Example:
@@ -60,4 +60,4 @@ def scripted_reply(replies: ScriptedReplies, messages: Sequence[dict]) -> str:
     """
     system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
     user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
-    return replies.reply(role_of_prompt(system), system, user)
+    return replies.reply(role_of_prompt(system), system, user, salt)

@@ -1,0 +1,63 @@
+"""The SQLite checkpointer every run is saved in, with a strict (pickle-free) serializer."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+
+class StorageError(RuntimeError):
+    """The run database cannot be opened or read."""
+
+
+def default_db_path() -> Path:
+    """Where runs are saved unless ``--db`` says otherwise: ``$TMAS_HOME/runs.sqlite``.
+
+    ``TMAS_HOME`` defaults to ``~/.local/share/tmas``.
+
+    Example:
+        >>> default_db_path().name
+        'runs.sqlite'
+    """
+    home = os.environ.get("TMAS_HOME") or Path.home() / ".local" / "share" / "tmas"
+    return Path(home) / "runs.sqlite"
+
+
+def strict_serializer() -> JsonPlusSerializer:
+    """A serializer that never unpickles and decodes only msgpack's safe built-in types."""
+    return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
+
+
+def connect(path: Path | str) -> sqlite3.Connection:
+    """Open (creating it if needed) the run database with WAL and a busy timeout.
+
+    Example:
+        >>> import tempfile, os
+        >>> conn = connect(os.path.join(tempfile.mkdtemp(), "r.sqlite"))
+        >>> conn.execute("pragma journal_mode").fetchone()[0]
+        'wal'
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
+        conn.execute("pragma journal_mode=wal")
+        conn.execute("pragma busy_timeout=30000")
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except (sqlite3.DatabaseError, OSError) as exc:
+        raise StorageError(f"cannot open run database {path}: {exc}") from None
+    return conn
+
+
+def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
+    """A ready SqliteSaver on ``conn`` using the strict serializer."""
+    saver = SqliteSaver(conn, serde=strict_serializer())
+    try:
+        saver.setup()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"cannot use run database: {exc}") from None
+    return saver

@@ -1,0 +1,126 @@
+"""Backend settings (saved with a run) and the chat models built from them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+from tmas.roles import Role
+
+
+class BackendSpec(BaseModel):
+    """Which engine serves the models. Holds no secret: API keys come from the environment.
+
+    ``kind``: ``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible endpoint,
+    e.g. ``vllm serve``) or ``vllm`` (vLLM in-process). ``model`` is a GGUF path or ``qwen``/
+    ``smollm2`` for llamacpp, a served model name for openai, a model id or path for vllm.
+
+    Example:
+        >>> BackendSpec(kind="openai", base_url="http://127.0.0.1:8000/v1", model="m").kind
+        'openai'
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["llamacpp", "openai", "vllm"] = "llamacpp"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str = "TMAS_API_KEY"
+    n_ctx: int = Field(default=4096, ge=512)
+    n_threads: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=600.0, gt=0)
+
+    def describe(self) -> str:
+        """One line for humans.
+
+        Example:
+            >>> BackendSpec().describe()
+            'llamacpp:default'
+        """
+        where = f" @ {self.base_url}" if self.base_url else ""
+        return f"{self.kind}:{self.model or 'default'}{where}"
+
+
+def _openai_model(
+    base_url: str, model: str, spec: BackendSpec, max_tokens: int, temperature: float
+) -> BaseChatModel:
+    from tmas.llm.openai_compat import make_openai_chat_model
+
+    return make_openai_chat_model(
+        base_url=base_url,
+        model=model,
+        api_key_env=spec.api_key_env,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        timeout=spec.timeout_s,
+        max_retries=0,
+    )
+
+
+def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
+    """The main chat model of ``spec`` (the solver's, and every role's without an override).
+
+    Raises ``ValueError`` for settings that cannot work (an openai backend without a URL).
+    """
+    if spec.kind == "openai":
+        if not spec.base_url or not spec.model:
+            raise ValueError("the openai backend needs --base-url and --model")
+        return _openai_model(
+            spec.base_url, spec.model, spec, config.solver_max_tokens, config.temperature
+        )
+    if spec.kind == "vllm":
+        if not spec.model:
+            raise ValueError("the vllm backend needs --model (a model id or path)")
+        from tmas.llm.vllm_local import ChatVLLM
+
+        return ChatVLLM(
+            model=spec.model,
+            max_tokens=config.solver_max_tokens,
+            temperature=config.temperature,
+            seed=config.seed,
+        )
+    from tmas.llm.llamacpp import ChatLlamaCpp
+    from tmas.llm.model_files import resolve_local_model
+
+    return ChatLlamaCpp(
+        model_path=str(resolve_local_model(spec.model)),
+        n_ctx=spec.n_ctx,
+        n_threads=spec.n_threads,
+        max_tokens=config.solver_max_tokens,
+        temperature=config.temperature,
+        seed=config.seed,
+    )
+
+
+def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
+    """A router with the main model and one model per role that ``config.roles`` overrides.
+
+    A role override with a ``base_url`` or a ``model`` gets its own client: an
+    OpenAI-compatible one when a URL is known (its own or the backend's), otherwise a model of
+    the backend's own kind.
+    """
+    main = make_main_model(spec, config)
+    overrides: dict[Role, BaseChatModel] = {}
+    for role, settings in config.roles.items():
+        if settings.base_url is None and settings.model is None:
+            continue
+        temperature = (
+            settings.temperature if settings.temperature is not None else config.temperature
+        )
+        base_url = settings.base_url or spec.base_url
+        if base_url is not None:
+            model = settings.model or spec.model
+            if model is None:
+                raise ValueError(f"the {role} override needs a model name")
+            overrides[role] = _openai_model(
+                base_url, model, spec, config.max_tokens_for(role), temperature
+            )
+        else:
+            overrides[role] = make_main_model(
+                spec.model_copy(update={"model": settings.model}), config
+            )
+    return ModelRouter.for_config(main, overrides, config)

@@ -1,0 +1,131 @@
+"""Live progress of a run: iteration, stage, LLM calls done/total and tokens so far."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+STAGES = {
+    "start_iteration": "planning",
+    "solve": "solving",
+    "verify": "verifying",
+    "summarize": "summarizing",
+    "extract_experience": "reflecting",
+    "extract_guideline": "reflecting",
+    "update_banks": "updating banks",
+    "record_iteration": "voting",
+}
+
+
+class ProgressTracker:
+    """Counts what a run's stream reports; knows nothing about how it is shown.
+
+    Example:
+        >>> t = ProgressTracker(total_calls=10, max_iterations=2)
+        >>> t.observe("updates", {"solve": {"usage": {"solver": {"calls": 1,
+        ...     "input_tokens": 5, "output_tokens": 7}}}})
+        >>> t.calls, t.tokens
+        (1, 12)
+    """
+
+    def __init__(self, total_calls: int, max_iterations: int, state: dict | None = None) -> None:
+        state = state or {}
+        usage = state.get("usage", {}) or {}
+        self.total_calls = total_calls
+        self.max_iterations = max_iterations
+        self.iteration = int(state.get("iteration", 0) or 0)
+        self.calls = sum(u.get("calls", 0) for u in usage.values())
+        self.tokens = sum(
+            u.get("input_tokens", 0) + u.get("output_tokens", 0) for u in usage.values()
+        )
+        self.stage = "starting"
+        self.last_answer: str | None = state.get("final_answer")
+
+    def observe(self, mode: str, chunk: Any) -> None:
+        """Update the counters from one ``(mode, chunk)`` of ``graph.stream``."""
+        if mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
+            self.stage = STAGES.get(chunk.get("name", ""), self.stage)
+            return
+        if mode != "updates" or not isinstance(chunk, dict):
+            return
+        for update in chunk.values():
+            if not isinstance(update, dict):
+                continue
+            for usage in (update.get("usage") or {}).values():
+                self.calls += usage.get("calls", 0)
+                self.tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+            if "iteration" in update:
+                self.iteration = update["iteration"]
+            if update.get("final_answer") is not None:
+                self.last_answer = update["final_answer"]
+
+    def line(self) -> str:
+        """One status line.
+
+        Example:
+            >>> ProgressTracker(10, 3).line()
+            'iteration 0/3 | starting | calls 0/10 | tokens 0'
+        """
+        return (
+            f"iteration {self.iteration}/{self.max_iterations} | {self.stage} | "
+            f"calls {self.calls}/{self.total_calls} | tokens {self.tokens:,}"
+        )
+
+
+class ProgressDisplay:
+    """Shows a ProgressTracker: a live bar on a terminal, one line per change otherwise."""
+
+    def __init__(self, tracker: ProgressTracker, *, enabled: bool = True) -> None:
+        self.tracker = tracker
+        self.enabled = enabled
+        self.console = Console(stderr=True)
+        self.live = enabled and sys.stderr.isatty()
+        self._last_line = ""
+        self._progress: Progress | None = None
+        self._task: Any = None
+
+    def __enter__(self) -> ProgressDisplay:
+        if self.live:
+            self._progress = Progress(
+                TextColumn("[bold]it {task.fields[iteration]}[/]"),
+                TextColumn("{task.fields[stage]:<22}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("calls  {task.fields[tokens]} tokens"),
+                TimeElapsedColumn(),
+                console=self.console,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task(
+                "run", total=self.tracker.total_calls, **self._fields()
+            )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+    def _fields(self) -> dict[str, Any]:
+        t = self.tracker
+        return {
+            "iteration": f"{t.iteration}/{t.max_iterations}",
+            "stage": t.stage,
+            "tokens": f"{t.tokens:,}",
+        }
+
+    def observe(self, mode: str, chunk: Any) -> None:
+        """Feed one stream item and refresh what is shown."""
+        self.tracker.observe(mode, chunk)
+        if not self.enabled:
+            return
+        if self._progress is not None:
+            self._progress.update(self._task, completed=self.tracker.calls, **self._fields())
+            return
+        line = self.tracker.line()
+        stage_key = line.split(" | calls")[0]
+        if stage_key != self._last_line:
+            self._last_line = stage_key
+            self.console.print(line, markup=False, highlight=False)

@@ -1,0 +1,69 @@
+"""Tables of runs and iterations for the terminal."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.table import Table
+
+from tmas.runs import RunRecord
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def mode_counts(modes: list[str]) -> str:
+    """Compact mode tally.
+
+    Example:
+        >>> mode_counts(["exploit", "exploit", "explore"])
+        '2 exploit, 1 explore'
+    """
+    counts: dict[str, int] = {}
+    for mode in modes:
+        counts[mode] = counts.get(mode, 0) + 1
+    return ", ".join(f"{n} {mode}" for mode, n in counts.items())
+
+
+def iteration_table(state: dict[str, Any]) -> Table:
+    """One row per finished iteration: modes, answers, vote, scores, Pass@1, bank growth."""
+    table = Table(title="Iterations")
+    for column in ("it", "modes", "answers", "voted", "mean score", "pass@1", "+exp", "+guide"):
+        table.add_column(column)
+    for record in state.get("history", []):
+        answers = ", ".join(str(a) if a is not None else "?" for a in record["answers"])
+        table.add_row(
+            str(record["iteration"]),
+            mode_counts(record["modes"]),
+            answers,
+            str(record["voted_answer"]),
+            _fmt(record["mean_score"]),
+            _fmt(record["pass_at_1"]),
+            str(record["experiences_added"]),
+            str(record["guidelines_added"]),
+        )
+    return table
+
+
+def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
+    """One row per run: id, created, status, iterations done, answer, problem head."""
+    table = Table(title="Runs")
+    for column in ("id", "created", "status", "iterations", "answer", "parent", "problem"):
+        table.add_column(column)
+    for record, state, status in rows:
+        done = len(state.get("history", []))
+        total = record.config.get("max_iterations", "?")
+        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at))
+        head = " ".join(record.problem.split())
+        table.add_row(
+            record.run_id,
+            created,
+            status,
+            f"{done}/{total}",
+            str(state.get("final_answer") or "-"),
+            record.parent_run_id or "-",
+            head[:50] + ("..." if len(head) > 50 else ""),
+        )
+    return table

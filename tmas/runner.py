@@ -1,0 +1,148 @@
+"""Starting and resuming saved runs: the glue between registry, checkpointer, graph and display."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from tmas.checkpoint import open_checkpointer
+from tmas.config import TMASConfig
+from tmas.graphs import build_tmas_graph
+from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.router import ModelRouter
+from tmas.progress import ProgressDisplay, ProgressTracker
+from tmas.runs import RunRecord, RunRegistry
+
+DEFAULT_MAX_CONCURRENCY = 16
+
+
+@dataclass
+class RunOutcome:
+    """The state a run ended in and whether it finished."""
+
+    run_id: str
+    state: dict[str, Any]
+
+    @property
+    def finished(self) -> bool:
+        """True once the loop stopped (max iterations or the early-stop rule)."""
+        return bool(self.state.get("stop_reason"))
+
+
+def thread_config(run_id: str, max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> dict[str, Any]:
+    """The LangGraph config of a run; ``max_concurrency`` is top level (inside ``configurable``
+    it would be ignored).
+
+    Example:
+        >>> thread_config("abc", 4)["configurable"]["thread_id"]
+        'abc'
+    """
+    return {
+        "configurable": {"thread_id": run_id},
+        "max_concurrency": max_concurrency,
+        "recursion_limit": 10_000,
+    }
+
+
+def saved_state(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]:
+    """The latest checkpointed state of a run ({} before its first checkpoint)."""
+    found = open_checkpointer(conn).get_tuple({"configurable": {"thread_id": run_id}})
+    return dict(found.checkpoint["channel_values"]) if found else {}
+
+
+class RunManager:
+    """Creates, continues and inspects runs stored in one SQLite database.
+
+    ``router_factory`` turns a saved backend into models; tests pass one that returns fakes.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, router_factory: Any = None) -> None:
+        self.conn = conn
+        self.registry = RunRegistry(conn)
+        self.router_factory = router_factory or (
+            lambda backend, config: make_router(BackendSpec(**backend), config)
+        )
+
+    def graph_for(self, record: RunRecord) -> tuple[CompiledStateGraph, TMASConfig]:
+        """Rebuild the compiled graph of a saved run."""
+        config = TMASConfig(**record.config)
+        router: ModelRouter = self.router_factory(record.backend, config)
+        return build_tmas_graph(
+            config, llm=router, checkpointer=open_checkpointer(self.conn)
+        ), config
+
+    def start(
+        self,
+        run_id: str,
+        *,
+        problem: str,
+        gold_answer: str | None,
+        config: TMASConfig,
+        backend: BackendSpec,
+        show_progress: bool = True,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    ) -> RunOutcome:
+        """Register a new run and run it to the end."""
+        self.registry.create(
+            run_id,
+            problem=problem,
+            gold_answer=gold_answer,
+            graph="tmas",
+            config=config.model_dump(mode="json"),
+            backend=backend.model_dump(mode="json"),
+        )
+        return self._drive(self.registry.get(run_id), show_progress, max_concurrency)
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        show_progress: bool = True,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    ) -> RunOutcome:
+        """Continue a saved run from its last checkpoint (a finished run is returned as is)."""
+        record = self.registry.get(run_id)
+        state = saved_state(self.conn, run_id)
+        if state.get("stop_reason"):
+            return RunOutcome(run_id, state)
+        self.registry.set_status(run_id, "running")
+        return self._drive(record, show_progress, max_concurrency)
+
+    def _drive(self, record: RunRecord, show_progress: bool, max_concurrency: int) -> RunOutcome:
+        graph, config = self.graph_for(record)
+        cfg = thread_config(record.run_id, max_concurrency)
+        state = saved_state(self.conn, record.run_id)
+        first_input = None
+        if not state:
+            first_input = {
+                "problem": record.problem,
+                "gold_answer": record.gold_answer,
+                "config": record.config,
+            }
+        tracker = ProgressTracker(
+            config.calls_per_iteration() * config.max_iterations, config.max_iterations, state
+        )
+        try:
+            with ProgressDisplay(tracker, enabled=show_progress) as display:
+                for mode, chunk in graph.stream(first_input, cfg, stream_mode=["tasks", "updates"]):
+                    display.observe(mode, chunk)
+        except BaseException as exc:
+            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")
+            raise
+        final = dict(graph.get_state(cfg).values)
+        self.registry.set_status(
+            record.run_id, "finished" if final.get("stop_reason") else "stopped"
+        )
+        return RunOutcome(record.run_id, final)
+
+    def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
+        """finished / running / interrupted / failed, from the registry and the checkpoint."""
+        if state.get("stop_reason"):
+            return "finished"
+        if record.status == "running" and record.process_alive():
+            return "running"
+        return "failed" if record.status == "failed" else "interrupted"

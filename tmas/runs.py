@@ -1,0 +1,164 @@
+"""The run registry: one row per run beside the checkpoints, in the same SQLite file.
+
+Checkpoints hold the state; the registry holds what is needed to list runs and to rebuild a
+run's graph on resume (problem, config, backend settings - never API keys).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from tmas.checkpoint import StorageError
+
+_SCHEMA = """
+create table if not exists tmas_runs (
+    run_id text primary key,
+    created_at real not null,
+    problem text not null,
+    gold_answer text,
+    graph text not null,
+    config_json text not null,
+    backend_json text not null,
+    parent_run_id text,
+    status text not null,
+    error text,
+    pid integer
+)
+"""
+
+
+class UnknownRunError(LookupError):
+    """No run has the given id."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One row of the registry."""
+
+    run_id: str
+    created_at: float
+    problem: str
+    gold_answer: str | None
+    graph: str
+    config: dict[str, Any]
+    backend: dict[str, Any]
+    parent_run_id: str | None
+    status: str
+    error: str | None
+    pid: int | None
+
+    def process_alive(self) -> bool:
+        """True when the process that last ran this run still exists."""
+        if not self.pid:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+def new_run_id() -> str:
+    """A short, unique run id.
+
+    Example:
+        >>> len(new_run_id())
+        12
+    """
+    return uuid.uuid4().hex[:12]
+
+
+class RunRegistry:
+    """Create, read and update run rows.
+
+    Example:
+        >>> import sqlite3
+        >>> reg = RunRegistry(sqlite3.connect(":memory:"))
+        >>> reg.create("r1", problem="1+1?", gold_answer=None, graph="tmas", config={},
+        ...            backend={"kind": "llamacpp"})
+        >>> reg.get("r1").status
+        'running'
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        try:
+            with self.conn:
+                self.conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot use run database: {exc}") from None
+
+    def create(
+        self,
+        run_id: str,
+        *,
+        problem: str,
+        gold_answer: str | None,
+        graph: str,
+        config: dict[str, Any],
+        backend: dict[str, Any],
+        parent_run_id: str | None = None,
+    ) -> None:
+        """Register a new run as running in this process."""
+        try:
+            with self.conn:
+                self.conn.execute(
+                    "insert into tmas_runs values (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        run_id,
+                        time.time(),
+                        problem,
+                        gold_answer,
+                        graph,
+                        json.dumps(config),
+                        json.dumps(backend),
+                        parent_run_id,
+                        "running",
+                        None,
+                        os.getpid(),
+                    ),
+                )
+        except sqlite3.IntegrityError:
+            raise ValueError(f"a run with id {run_id!r} already exists") from None
+
+    def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        """Record how the run's last process ended (or that one picked it up again)."""
+        with self.conn:
+            self.conn.execute(
+                "update tmas_runs set status=?, error=?, pid=? where run_id=?",
+                (status, error, os.getpid(), run_id),
+            )
+
+    def get(self, run_id: str) -> RunRecord:
+        """The row of ``run_id``; UnknownRunError when there is none."""
+        row = self.conn.execute("select * from tmas_runs where run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise UnknownRunError(f"no run with id {run_id!r}; `tmas runs` lists the runs")
+        return _record(row)
+
+    def all(self) -> list[RunRecord]:
+        """Every run, newest first."""
+        rows = self.conn.execute("select * from tmas_runs order by created_at desc").fetchall()
+        return [_record(row) for row in rows]
+
+
+def _record(row: tuple) -> RunRecord:
+    return RunRecord(
+        run_id=row[0],
+        created_at=row[1],
+        problem=row[2],
+        gold_answer=row[3],
+        graph=row[4],
+        config=json.loads(row[5]),
+        backend=json.loads(row[6]),
+        parent_run_id=row[7],
+        status=row[8],
+        error=row[9],
+        pid=row[10],
+    )
