@@ -32,17 +32,21 @@ class RunOutcome:
         return bool(self.state.get("stop_reason"))
 
 
-def thread_config(run_id: str, max_concurrency: int = DEFAULT_MAX_CONCURRENCY) -> dict[str, Any]:
-    """The LangGraph config of a run; ``max_concurrency`` is top level (inside ``configurable``
-    it would be ignored).
+def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
+    """The LangGraph config of a run.
+
+    LangGraph's ``max_concurrency`` (a top-level key: inside ``configurable`` it is ignored)
+    sizes the worker pool that also saves each finished task's result. It is set above the
+    widest fan-out so results are saved at once; LLM calls are bounded by the router instead.
 
     Example:
-        >>> thread_config("abc", 4)["configurable"]["thread_id"]
-        'abc'
+        >>> thread_config("abc", TMASConfig(n_candidates=4, n_verifications=2))["max_concurrency"]
+        24
     """
+    widest = config.n_candidates * max(config.n_verifications, 2)
     return {
         "configurable": {"thread_id": run_id},
-        "max_concurrency": max_concurrency,
+        "max_concurrency": widest + 16,
         "recursion_limit": 10_000,
     }
 
@@ -66,13 +70,16 @@ class RunManager:
             lambda backend, config: make_router(BackendSpec(**backend), config)
         )
 
-    def graph_for(self, record: RunRecord) -> tuple[CompiledStateGraph, TMASConfig]:
-        """Rebuild the compiled graph of a saved run."""
+    def graph_for(
+        self, record: RunRecord, max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+    ) -> tuple[CompiledStateGraph, TMASConfig]:
+        """Rebuild the compiled graph of a saved run, with at most ``max_concurrency`` LLM calls
+        in flight."""
         config = TMASConfig(**record.config)
         router: ModelRouter = self.router_factory(record.backend, config)
-        return build_tmas_graph(
-            config, llm=router, checkpointer=open_checkpointer(self.conn)
-        ), config
+        router = router.limited_to(max_concurrency)
+        checkpointer = open_checkpointer(self.conn)
+        return build_tmas_graph(config, llm=router, checkpointer=checkpointer), config
 
     def start(
         self,
@@ -112,8 +119,8 @@ class RunManager:
         return self._drive(record, show_progress, max_concurrency)
 
     def _drive(self, record: RunRecord, show_progress: bool, max_concurrency: int) -> RunOutcome:
-        graph, config = self.graph_for(record)
-        cfg = thread_config(record.run_id, max_concurrency)
+        graph, config = self.graph_for(record, max_concurrency)
+        cfg = thread_config(record.run_id, config)
         state = saved_state(self.conn, record.run_id)
         first_input = None
         if not state:
@@ -127,7 +134,9 @@ class RunManager:
         )
         try:
             with ProgressDisplay(tracker, enabled=show_progress) as display:
-                for mode, chunk in graph.stream(first_input, cfg, stream_mode=["tasks", "updates"]):
+                for mode, chunk in graph.stream(
+                    first_input, cfg, stream_mode=["tasks", "updates"], durability="sync"
+                ):
                     display.observe(mode, chunk)
         except BaseException as exc:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"

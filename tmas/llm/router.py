@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,7 +58,10 @@ class ModelRouter:
 
     Generation limits travel as invoke kwargs (``max_tokens``, ``temperature``, ``seed``),
     which chat models such as ChatOpenAI and ours forward; set ``pass_generation_kwargs=False``
-    for a model that rejects them.
+    for a model that rejects them. ``max_parallel_calls`` bounds the calls in flight at once.
+    Bounding here rather than with LangGraph's ``max_concurrency`` keeps a worker free to save
+    each finished call's result at once (LangGraph saves task results on the same pool), so a
+    crash loses only the calls that were in flight.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
@@ -73,8 +78,10 @@ class ModelRouter:
         temperature: float | None = None,
         role_temperatures: Mapping[Role, float] | None = None,
         pass_generation_kwargs: bool = True,
+        max_parallel_calls: int | None = None,
     ) -> None:
         self.main = main
+        self._slots = threading.BoundedSemaphore(max_parallel_calls) if max_parallel_calls else None
         self.overrides = dict(overrides or {})
         self.temperature = temperature
         self.role_temperatures = dict(role_temperatures or {})
@@ -86,6 +93,7 @@ class ModelRouter:
         main: BaseChatModel,
         overrides: Mapping[Role, BaseChatModel] | None,
         config: TMASConfig,
+        max_parallel_calls: int | None = None,
     ) -> ModelRouter:
         """A router using ``config``'s temperature and its per-role temperature overrides.
 
@@ -99,7 +107,30 @@ class ModelRouter:
             for role, settings in config.roles.items()
             if settings.temperature is not None
         }
-        return cls(main, overrides, temperature=config.temperature, role_temperatures=temperatures)
+        return cls(
+            main,
+            overrides,
+            temperature=config.temperature,
+            role_temperatures=temperatures,
+            max_parallel_calls=max_parallel_calls,
+        )
+
+    def limited_to(self, max_parallel_calls: int | None) -> ModelRouter:
+        """The same models behind a new bound on calls in flight.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> ModelRouter(ScriptedChatModel()).limited_to(4).main is not None
+            True
+        """
+        return ModelRouter(
+            self.main,
+            self.overrides,
+            temperature=self.temperature,
+            role_temperatures=self.role_temperatures,
+            pass_generation_kwargs=self.pass_generation_kwargs,
+            max_parallel_calls=max_parallel_calls,
+        )
 
     def model_for(self, role: Role) -> BaseChatModel:
         """The chat model that plays ``role``."""
@@ -115,10 +146,11 @@ class ModelRouter:
             temperature = self.role_temperatures.get(role, self.temperature)
             if temperature is not None:
                 kwargs["temperature"] = temperature
-        reply: AIMessage = self.model_for(role).invoke(
-            [SystemMessage(system), HumanMessage(user)],
-            config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
-            **kwargs,
-        )
+        with self._slots or contextlib.nullcontext():
+            reply: AIMessage = self.model_for(role).invoke(
+                [SystemMessage(system), HumanMessage(user)],
+                config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
+                **kwargs,
+            )
         input_tokens, output_tokens = _usage_of(reply)
         return Completion(_text_of(reply), input_tokens, output_tokens)

@@ -1,0 +1,168 @@
+"""Checkpoints hold plain data and round-trip under a strict msgpack serializer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from tmas.checkpoint import StorageError, connect, open_checkpointer, strict_serializer
+from tmas.config import TMASConfig
+from tmas.graphs import build_tmas_graph
+from tmas.testing.fake_chat import ScriptedChatModel
+
+# Runs in a fresh interpreter: LANGGRAPH_STRICT_MSGPACK is read when langgraph is imported.
+STRICT_ROUND_TRIP = r'''
+import dataclasses
+import json
+import logging
+import sys
+import warnings
+
+messages = []
+events = []
+
+
+class Keep(logging.Handler):
+    def emit(self, record):
+        messages.append(f"{record.levelname} {record.name}: {record.getMessage()}")
+
+
+logging.getLogger().addHandler(Keep())
+logging.getLogger().setLevel(logging.DEBUG)
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    from langgraph.checkpoint.serde import _msgpack
+    from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
+
+    register_serde_event_listener(events.append)
+
+    from tmas.checkpoint import connect, open_checkpointer, strict_serializer
+    from tmas.config import TMASConfig
+    from tmas.graphs import build_tmas_graph
+    from tmas.testing.fake_chat import ScriptedChatModel
+
+    db = sys.argv[1]
+    config = TMASConfig(n_candidates=3, n_verifications=2, max_iterations=2)
+    thread = {"configurable": {"thread_id": "strict"}}
+    graph = build_tmas_graph(
+        config, llm=ScriptedChatModel(), checkpointer=open_checkpointer(connect(db))
+    )
+    final = graph.invoke({"problem": "What is 9 + 9?", "gold_answer": "18"}, thread)
+
+    reopened = open_checkpointer(connect(db))
+    loaded = dict(reopened.get_tuple(thread).checkpoint["channel_values"])
+    regraph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=reopened)
+    via_graph = dict(regraph.get_state(thread).values)
+    history_count = len(list(regraph.get_state_history(thread)))
+
+run_messages = list(messages)
+run_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
+run_events = list(events)
+
+# Control: an unregistered type under the same serializer must be reported, proving that the
+# checks above could see a problem.
+@dataclasses.dataclass
+class Unregistered:
+    x: int
+
+
+serde = strict_serializer()
+serde.loads_typed(serde.dumps_typed({"value": Unregistered(1)}))
+
+print(json.dumps({
+    "strict": _msgpack.STRICT_MSGPACK_ENABLED,
+    "keys": sorted(final),
+    "loaded_equal": loaded == final,
+    "via_graph_equal": via_graph == final,
+    "parts_equal": {
+        key: loaded.get(key) == final.get(key)
+        for key in ("history", "experience_bank", "guideline_bank", "usage", "final_answer")
+    },
+    "history_len": len(final["history"]),
+    "bank_sizes": [len(final["experience_bank"]), len(final["guideline_bank"])],
+    "checkpoints": history_count,
+    "messages": run_messages,
+    "warnings": run_warnings,
+    "events": run_events,
+    "control_events": [e["kind"] for e in events[len(run_events):]],
+    "control_messages": messages[len(run_messages):],
+}))
+'''
+
+SUSPICIOUS = ("msgpack", "unregistered", "blocked")
+
+
+def test_strict_msgpack_round_trip_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", STRICT_ROUND_TRIP, str(tmp_path / "strict.sqlite")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+
+    assert report["strict"] is True
+    assert report["history_len"] == 2
+    assert report["bank_sizes"][0] > 0 and report["bank_sizes"][1] > 0
+    assert report["checkpoints"] > 2
+    assert report["parts_equal"] == dict.fromkeys(report["parts_equal"], True)
+    assert report["loaded_equal"] is True
+    assert report["via_graph_equal"] is True
+
+    noise = report["messages"] + report["warnings"] + [json.dumps(e) for e in report["events"]]
+    bad = [line for line in noise if any(word in line.lower() for word in SUSPICIOUS)]
+    assert bad == []
+    assert report["events"] == []
+    # The control shows that a blocked type would have been seen.
+    assert "msgpack_blocked" in report["control_events"]
+    assert any("blocked" in m.lower() for m in report["control_messages"])
+    # The part of stderr produced by the run itself is clean too.
+    run_stderr = done.stderr.split("Blocked deserialization")[0].lower()
+    assert not any(word in run_stderr for word in ("unregistered",))
+
+
+def test_every_checkpoint_holds_plain_json_data(tmp_path: Path) -> None:
+    config = TMASConfig(n_candidates=2, n_verifications=2, max_iterations=2)
+    saver = open_checkpointer(connect(tmp_path / "plain.sqlite"))
+    graph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=saver)
+    thread = {"configurable": {"thread_id": "plain"}}
+    graph.invoke({"problem": "What is 9 + 9?", "gold_answer": "18", "config": {"n": 2}}, thread)
+
+    snapshots = list(graph.get_state_history(thread))
+    assert len(snapshots) > 10
+    for snapshot in snapshots:
+        text = json.dumps(snapshot.values)  # raises on anything but plain data
+        assert json.loads(text) == snapshot.values  # and nothing changes on the way (no tuples)
+    final = snapshots[0].values
+    assert final["stop_reason"] == "max_iterations"
+    assert len(final["history"]) == 2
+
+
+def test_checkpointer_uses_the_strict_serializer(tmp_path: Path) -> None:
+    saver = open_checkpointer(connect(tmp_path / "serde.sqlite"))
+    assert isinstance(saver.serde, JsonPlusSerializer)
+    assert saver.serde.pickle_fallback is False
+    serde = strict_serializer()
+    value = {"a": [1, 2.5, "x", None, {"b": True}]}
+    assert serde.loads_typed(serde.dumps_typed(value)) == value
+
+
+def test_connect_uses_wal_and_reports_unusable_files(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "deep" / "dir" / "runs.sqlite")
+    assert conn.execute("pragma journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("pragma busy_timeout").fetchone()[0] == 30000
+    not_a_db = tmp_path / "garbage.sqlite"
+    not_a_db.write_bytes(b"this is not a database file at all" * 100)
+    with pytest.raises(StorageError):
+        connect(not_a_db)

@@ -1,0 +1,80 @@
+"""A run killed with SIGKILL during iteration 2 resumes and repeats no completed LLM call."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tmas.checkpoint import connect
+from tmas.runner import saved_state
+from tmas.testing.fake_openai_server import FakeOpenAIServer
+
+N, M, T = 3, 2, 3
+CONCURRENCY = 2
+CALLS_PER_ITERATION = N + N * M + 3 * N
+
+
+def _solve_args(server: FakeOpenAIServer, db: Path, run_id: str) -> list[str]:
+    return [
+        sys.executable, "-m", "tmas.cli", "solve", "What is 9 + 9?", "--gold", "18",
+        "--base-url", server.base_url, "--model", "scripted",
+        "-n", str(N), "-m", str(M), "-t", str(T),
+        "--max-concurrency", str(CONCURRENCY), "--run-id", run_id, "--db", str(db), "--quiet",
+    ]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "TMAS_HOME": str(tmp_path), "TMAS_API_KEY": "test-key"}
+
+
+@pytest.mark.slow
+def test_sigkill_in_iteration_two_then_resume_repeats_no_completed_call(tmp_path: Path) -> None:
+    with FakeOpenAIServer(latency_s=0.02) as server:
+        subprocess.run(
+            _solve_args(server, tmp_path / "whole.sqlite", "whole"),
+            env=_env(tmp_path), check=True, capture_output=True, timeout=120,
+        )
+        uninterrupted = server.request_count
+    assert uninterrupted == CALLS_PER_ITERATION * T
+
+    kill_at = CALLS_PER_ITERATION + N + 3  # inside iteration 2's verification fan-out
+    proc: subprocess.Popen | None = None
+
+    def kill_client(count: int) -> None:
+        if count == kill_at and proc is not None:
+            os.kill(proc.pid, signal.SIGKILL)
+
+    db = tmp_path / "killed.sqlite"
+    with FakeOpenAIServer(latency_s=0.02, on_complete=kill_client) as server:
+        proc = subprocess.Popen(
+            _solve_args(server, db, "killed"), env=_env(tmp_path),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        proc.communicate(timeout=120)
+        assert proc.returncode == -signal.SIGKILL
+        before_resume = server.request_count
+        state = saved_state(connect(db), "killed")
+        assert state["iteration"] == 2 and not state.get("stop_reason")
+
+        resumed = subprocess.run(
+            [sys.executable, "-m", "tmas.cli", "resume", "killed", "--db", str(db), "--quiet",
+             "--max-concurrency", str(CONCURRENCY)],
+            env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+        total = server.request_count
+
+    assert before_resume >= kill_at
+    # Calls in flight at the kill (at most one per concurrent slot) may run again; nothing else.
+    assert uninterrupted <= total <= uninterrupted + CONCURRENCY
+    final = saved_state(connect(db), "killed")
+    whole = saved_state(connect(tmp_path / "whole.sqlite"), "whole")
+    assert final["stop_reason"] == "max_iterations"
+    assert [h["answers"] for h in final["history"]] == [h["answers"] for h in whole["history"]]
+    assert final["final_answer"] == whole["final_answer"]
+    assert "killed: answer" in resumed.stdout.replace("run ", "")
