@@ -59,6 +59,22 @@ def parse_role_options(values: list[str], field: str) -> dict[str, dict[str, Any
     return parsed
 
 
+def parse_settings(items: list[str]) -> dict[str, str]:
+    """``KEY=VALUE`` pairs (values are checked and converted by the config model).
+
+    Example:
+        >>> parse_settings(["epsilon=0.5"])
+        {'epsilon': '0.5'}
+    """
+    settings: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"expected KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
 def read_problem(problem: str) -> str:
     text = sys.stdin.read() if problem == "-" else problem
     if not text.strip():
@@ -126,6 +142,9 @@ def solve(
     n_ctx: Annotated[int, typer.Option(help="context window of the embedded model")] = 4096,
     threads: Annotated[int | None, typer.Option(help="CPU threads of the embedded model")] = None,
     max_concurrency: Annotated[int, typer.Option(help="parallel LLM calls at most")] = 16,
+    set_values: Annotated[
+        list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
+    ] = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
@@ -139,7 +158,7 @@ def solve(
         roles = parse_role_options(role_model, "model")
         for role, values in parse_role_options(role_base_url, "base_url").items():
             roles.setdefault(role, {}).update(values)
-        config = load_config(
+        values: dict[str, Any] = dict(
             n_candidates=n,
             n_verifications=m,
             max_iterations=iterations,
@@ -147,8 +166,10 @@ def solve(
             seed=seed,
             solver_max_tokens=max_tokens,
             temperature=temperature,
-            roles={role: RoleModel(**values) for role, values in roles.items()},
+            roles={role: RoleModel(**settings) for role, settings in roles.items()},
         )
+        values.update(parse_settings(set_values))
+        config = load_config(**values)
         spec = BackendSpec(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads
         )
