@@ -152,8 +152,13 @@ def test_solver_tasks_carry_exactly_their_mode_context() -> None:
         "plans": plans,
         "previous": [
             {"index": 0, "text": "Rollout zero.", "answer": "1", "summary": "s0"},
-            {"index": 1, "text": "We count apples: 5 - 2 = 3.", "answer": "3",
-             "summary": "Step two subtracts wrongly.", "mean_score": 0.2},
+            {
+                "index": 1,
+                "text": "We count apples: 5 - 2 = 3.",
+                "answer": "3",
+                "summary": "Step two subtracts wrongly.",
+                "mean_score": 0.2,
+            },
         ],
         "experience_bank": [
             {"id": "e1", "text": "Verified: 5 apples at the start", "hits": 1},
@@ -203,9 +208,8 @@ def test_exploit_prompts_in_a_run_carry_parent_summary_and_experiences() -> None
     for call in first.values():
         assert "An earlier attempt" not in call["user"]
     summaries = {c["reply"].strip() for c in model._seen if c["role"] == "summary"}
-    experiences = [
-        line[2:] for c in model._seen if c["role"] == "experience" for line in c["reply"].splitlines()
-    ]
+    experience_replies = [c["reply"] for c in model._seen if c["role"] == "experience"]
+    experiences = [line[2:] for reply in experience_replies for line in reply.splitlines()]
     for index, call in second.items():
         prompt = call["user"]
         parent = first[index % 3]["reply"]

@@ -17,9 +17,7 @@ SIZES = [(3, 2, 2), (8, 8, 1), (2, 3, 3), (1, 1, 2)]
 
 
 def expected_per_iteration(n: int, m: int) -> Counter:
-    return Counter(
-        {"solver": n, "verifier": n * m, "summary": n, "experience": n, "guideline": n}
-    )
+    return Counter({"solver": n, "verifier": n * m, "summary": n, "experience": n, "guideline": n})
 
 
 @pytest.mark.parametrize(("n", "m", "t"), SIZES)

@@ -119,7 +119,8 @@ def test_parse_verification_scales(text: str, verdict: str, score: float) -> Non
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"), [("Verdict: correct", ("correct", 1.0)), ("Verdict: wrong", ("incorrect", 0.0))]
+    ("text", "expected"),
+    [("Verdict: correct", ("correct", 1.0)), ("Verdict: wrong", ("incorrect", 0.0))],
 )
 def test_parse_verification_verdict_only(text: str, expected: tuple[str, float]) -> None:
     parsed = parse_verification(text)

@@ -98,21 +98,21 @@ def finish(outcome: RunOutcome, as_json: bool) -> None:
     out.print(f"run {outcome.run_id}: answer [bold]{escape(str(state.get('final_answer')))}[/]")
 
 
-def drive(action: Any, run_id: str) -> RunOutcome:
+def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
+    """Run ``action`` (a start or a resume), turning every failure into a message and an exit
+    code; tells how to continue when the run was saved."""
     try:
         return action()
     except KeyboardInterrupt:
         err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
         sys.stderr.flush()
         os._exit(130)
-    except (ModelFileError, ValueError, StorageError) as exc:
-        fail(f"{exc}\nthe run is saved; after fixing this: tmas resume {run_id}", 1)
     except Exception as exc:  # noqa: BLE001 - report, keep the checkpoint, exit non-zero
-        fail(
-            f"run {run_id} stopped: {type(exc).__name__}: {exc}\n"
-            f"continue with: tmas resume {run_id}",
-            1,
-        )
+        known = isinstance(exc, ModelFileError | ValueError | StorageError)
+        message = str(exc) if known else f"{type(exc).__name__}: {exc}"
+        if manager.registry.exists(run_id):
+            message += f"\nthe run is saved; continue with: tmas resume {run_id}"
+        fail(message, 1)
     raise AssertionError("unreachable")
 
 
@@ -178,6 +178,8 @@ def solve(
         return
     manager = open_manager(db)
     run_id = run_id or new_run_id()
+    if manager.registry.exists(run_id):
+        fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
     err.print(f"run {run_id} ({spec.describe()}); resume with: tmas resume {run_id}", markup=False)
     outcome = drive(
         lambda: manager.start(
@@ -190,6 +192,7 @@ def solve(
             max_concurrency=max_concurrency,
         ),
         run_id,
+        manager,
     )
     finish(outcome, as_json)
 
@@ -211,6 +214,7 @@ def resume(
     outcome = drive(
         lambda: manager.resume(run_id, show_progress=not quiet, max_concurrency=max_concurrency),
         run_id,
+        manager,
     )
     finish(outcome, as_json)
 

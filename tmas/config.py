@@ -60,7 +60,12 @@ class TMASConfig(BaseModel):
     stop_on_consensus: bool = Field(
         default=False, description="stop early when every candidate agrees and checks pass"
     )
-    max_retries: int = Field(default=2, ge=0, le=20, description="retries of a failed call")
+    max_retries: int = Field(
+        default=2,
+        ge=0,
+        le=20,
+        description="retries of a transient failure (connection errors, HTTP 429/5xx)",
+    )
     roles: dict[Role, RoleModel] = Field(default_factory=dict)
 
     @model_validator(mode="after")

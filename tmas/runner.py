@@ -71,12 +71,15 @@ class RunManager:
         )
 
     def graph_for(
-        self, record: RunRecord, max_concurrency: int = DEFAULT_MAX_CONCURRENCY
+        self,
+        run_config: dict[str, Any],
+        backend: dict[str, Any],
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> tuple[CompiledStateGraph, TMASConfig]:
-        """Rebuild the compiled graph of a saved run, with at most ``max_concurrency`` LLM calls
-        in flight."""
-        config = TMASConfig(**record.config)
-        router: ModelRouter = self.router_factory(record.backend, config)
+        """Build the compiled graph of a run, with at most ``max_concurrency`` LLM calls in
+        flight. Fails (before anything is saved) when the backend settings cannot work."""
+        config = TMASConfig(**run_config)
+        router: ModelRouter = self.router_factory(backend, config)
         router = router.limited_to(max_concurrency)
         checkpointer = open_checkpointer(self.conn)
         return build_tmas_graph(config, llm=router, checkpointer=checkpointer), config
@@ -92,16 +95,19 @@ class RunManager:
         show_progress: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> RunOutcome:
-        """Register a new run and run it to the end."""
+        """Register a new run and run it to the end (nothing is saved if the backend is bad)."""
+        run_config = config.model_dump(mode="json")
+        backend_values = backend.model_dump(mode="json")
+        graph, _ = self.graph_for(run_config, backend_values, max_concurrency)
         self.registry.create(
             run_id,
             problem=problem,
             gold_answer=gold_answer,
             graph="tmas",
-            config=config.model_dump(mode="json"),
-            backend=backend.model_dump(mode="json"),
+            config=run_config,
+            backend=backend_values,
         )
-        return self._drive(self.registry.get(run_id), show_progress, max_concurrency)
+        return self._drive(self.registry.get(run_id), graph, config, show_progress)
 
     def resume(
         self,
@@ -115,11 +121,17 @@ class RunManager:
         state = saved_state(self.conn, run_id)
         if state.get("stop_reason"):
             return RunOutcome(run_id, state)
+        graph, config = self.graph_for(record.config, record.backend, max_concurrency)
         self.registry.set_status(run_id, "running")
-        return self._drive(record, show_progress, max_concurrency)
+        return self._drive(record, graph, config, show_progress)
 
-    def _drive(self, record: RunRecord, show_progress: bool, max_concurrency: int) -> RunOutcome:
-        graph, config = self.graph_for(record, max_concurrency)
+    def _drive(
+        self,
+        record: RunRecord,
+        graph: CompiledStateGraph,
+        config: TMASConfig,
+        show_progress: bool,
+    ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
         state = saved_state(self.conn, record.run_id)
         first_input = None

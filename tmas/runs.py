@@ -142,6 +142,11 @@ class RunRegistry:
             raise UnknownRunError(f"no run with id {run_id!r}; `tmas runs` lists the runs")
         return _record(row)
 
+    def exists(self, run_id: str) -> bool:
+        """True when a run with this id is registered."""
+        row = self.conn.execute("select 1 from tmas_runs where run_id=?", (run_id,)).fetchone()
+        return row is not None
+
     def all(self) -> list[RunRecord]:
         """Every run, newest first."""
         rows = self.conn.execute("select * from tmas_runs order by created_at desc").fetchall()

@@ -1,0 +1,175 @@
+"""The command line: clear refusals of bad input that leave the run database untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from tmas.checkpoint import connect
+from tmas.cli import app
+from tmas.config import TMASConfig
+from tmas.llm.backend import BackendSpec
+from tmas.llm.router import ModelRouter
+from tmas.runner import RunManager
+from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.scripted import ScriptedReplies
+
+RUN_ID = "r1"
+PROBLEM = "What is 9 + 9?"
+
+
+def db_path(home: Path) -> Path:
+    return home / "runs.sqlite"
+
+
+def digest(path: Path) -> str:
+    """Hash of the database file, its write-ahead log and its logical content."""
+    sha = hashlib.sha256(path.read_bytes())
+    wal = path.with_name(path.name + "-wal")
+    sha.update(wal.read_bytes() if wal.exists() else b"")
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        for statement in conn.iterdump():
+            sha.update(statement.encode("utf-8"))
+    finally:
+        conn.close()
+    return sha.hexdigest()
+
+
+def run_ids(path: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return [row[0] for row in conn.execute("select run_id from tmas_runs order by run_id")]
+    finally:
+        conn.close()
+
+
+def invoke(home: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"TMAS_HOME": str(home)})
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A TMAS_HOME whose database holds one finished run made with a scripted model."""
+    model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
+    conn = connect(db_path(tmp_path))
+    manager = RunManager(
+        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
+    )
+    outcome = manager.start(
+        RUN_ID,
+        problem=PROBLEM,
+        gold_answer="18",
+        config=TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
+        backend=BackendSpec(),
+        show_progress=False,
+    )
+    assert outcome.state["final_answer"] == "18"
+    conn.close()  # folds the WAL into the main file, so its hash covers every row
+    return tmp_path
+
+
+BAD_INPUT = [
+    (["solve", "  "], "the problem is empty"),
+    (["solve", PROBLEM, "-n", "0"], "n_candidates"),
+    (["solve", PROBLEM, "--epsilon", "2"], "epsilon"),
+    (["solve", PROBLEM, "-m", "0"], "n_verifications"),
+    (["solve", PROBLEM, "-t", "0"], "max_iterations"),
+    (["solve", PROBLEM, "--role-model", "badformat"], "expected ROLE=VALUE, got 'badformat'"),
+    (["solve", PROBLEM, "--role-model", "verifier="], "expected ROLE=VALUE"),
+    (["solve", PROBLEM, "--role-model", "bogus=m"], "roles"),
+    (["solve", PROBLEM, "--role-model", "solver=m"], "the solver uses the main model"),
+    (["solve", PROBLEM, "--run-id", RUN_ID], f"a run with id '{RUN_ID}' already exists"),
+    (["resume", "no-such-run"], "no run with id 'no-such-run'"),
+    (["show", "no-such-run"], "no run with id 'no-such-run'"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_INPUT, ids=lambda v: " ".join(v)[:40])
+def test_bad_input_is_refused_and_changes_nothing(
+    home: Path, args: list[str], message: str
+) -> None:
+    db = db_path(home)
+    before = digest(db)
+    result = invoke(home, *args)
+
+    assert result.exit_code != 0
+    assert "error:" in result.stderr
+    assert message in one_line(result.stderr)
+    assert "Traceback" not in result.output
+    assert digest(db) == before
+    assert run_ids(db) == [RUN_ID]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "  "],
+        ["solve", PROBLEM, "-n", "0"],
+        ["solve", PROBLEM, "--epsilon", "2"],
+        ["solve", PROBLEM, "--role-model", "badformat"],
+    ],
+)
+def test_bad_solve_input_creates_no_database(tmp_path: Path, args: list[str]) -> None:
+    result = invoke(tmp_path, *args)
+    assert result.exit_code == 2
+    assert not db_path(tmp_path).exists()
+
+
+def test_runs_lists_the_run(home: Path) -> None:
+    result = invoke(home, "runs")
+    assert result.exit_code == 0, result.output
+    row = next(line for line in result.stdout.splitlines() if RUN_ID in line)
+    assert "18" in row
+    assert "2/2" in row
+    assert "finished" in row
+
+
+def test_show_prints_the_run(home: Path) -> None:
+    result = invoke(home, "show", RUN_ID)
+    assert result.exit_code == 0, result.output
+    assert f"problem: {PROBLEM}" in result.stdout
+    assert "status: finished" in result.stdout
+    assert f"run {RUN_ID}: answer 18" in result.stdout
+
+
+def test_show_json(home: Path) -> None:
+    result = invoke(home, "show", RUN_ID, "--json")
+    assert result.exit_code == 0, result.output
+    body = result.stdout[result.stdout.index("{") :]
+    shown = json.loads(body)
+    assert shown["run_id"] == RUN_ID
+    assert shown["final_answer"] == "18"
+    assert shown["stop_reason"] == "max_iterations"
+    assert len(shown["history"]) == 2
+    assert shown["usage"]["solver"]["calls"] == 4
+
+
+def test_resume_of_a_finished_run_prints_it_and_calls_no_model(home: Path) -> None:
+    db = db_path(home)
+    result = invoke(home, "resume", RUN_ID)
+    assert result.exit_code == 0, result.output
+    assert f"run {RUN_ID}: answer 18" in result.stdout
+    assert run_ids(db) == [RUN_ID]
+
+
+def test_backend_without_its_endpoint_is_refused_without_saving_a_run(home: Path) -> None:
+    # An openai backend without --base-url/--model cannot work; resume cannot fix the saved
+    # backend settings, so the run must not be registered in the first place.
+    db = db_path(home)
+    before = digest(db)
+    result = invoke(home, "solve", PROBLEM, "--backend", "openai", "--run-id", "r2")
+
+    assert result.exit_code != 0
+    assert "needs --base-url and --model" in one_line(result.stderr)
+    assert run_ids(db) == [RUN_ID]
+    assert digest(db) == before

@@ -1,0 +1,179 @@
+"""A node fails mid-run; resuming repeats no finished call and ends as an unbroken run would."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tmas.checkpoint import connect, open_checkpointer
+from tmas.config import TMASConfig
+from tmas.graphs import build_tmas_graph
+from tmas.llm.backend import BackendSpec
+from tmas.llm.router import ModelRouter
+from tmas.runner import RunManager
+from tmas.testing.fake_chat import ScriptedChatModel
+
+N, M, T = 3, 2, 3
+PROBLEM = "What is 9 + 9?"
+CONFIG = TMASConfig(n_candidates=N, n_verifications=M, max_iterations=T, max_retries=0, seed=5)
+PER_ITERATION = Counter(
+    {"solver": N, "verifier": N * M, "summary": N, "experience": N, "guideline": N}
+)
+THREAD: dict[str, Any] = {"configurable": {"thread_id": "crash"}, "max_concurrency": 1}
+
+# (role, call number of that role that fails): all inside iteration 2.
+FAILURES = [
+    ("verifier", N * M + 3),  # the 3rd check of iteration 2
+    ("solver", N + 2),  # the 2nd solver of iteration 2
+    ("summary", N + 1),  # the 1st summary of iteration 2
+]
+
+
+def fail_on(role: str, number: int) -> Callable[[str | None, int], bool]:
+    return lambda r, n: r == role and n == number
+
+
+def uninterrupted() -> dict[str, Any]:
+    return build_tmas_graph(CONFIG, llm=ScriptedChatModel()).invoke({"problem": PROBLEM})
+
+
+def assert_same_outcome(resumed: dict[str, Any], reference: dict[str, Any]) -> None:
+    assert [r["answers"] for r in resumed["history"]] == [
+        r["answers"] for r in reference["history"]
+    ]
+    assert resumed["history"] == reference["history"]
+    assert resumed["final_answer"] == reference["final_answer"]
+    assert resumed["experience_bank"] == reference["experience_bank"]
+    assert resumed["guideline_bank"] == reference["guideline_bank"]
+    assert resumed["usage"] == reference["usage"]
+
+
+@pytest.mark.parametrize(("role", "number"), FAILURES)
+def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int) -> None:
+    db = tmp_path / "runs.sqlite"
+    failing = ScriptedChatModel(fail_when=fail_on(role, number))
+    saver = open_checkpointer(connect(db))
+    graph = build_tmas_graph(CONFIG, llm=failing, checkpointer=saver)
+    with pytest.raises(RuntimeError, match=f"scripted failure of {role} call {number}"):
+        graph.invoke({"problem": PROBLEM}, THREAD)
+    before = failing.calls
+    assert before[role] >= number
+
+    # The failed superstep keeps its finished siblings as pending writes, plus one error.
+    pending = Counter(channel for _, channel, _ in saver.get_tuple(THREAD).pending_writes)
+    assert pending["__error__"] == 1
+    state_key = {"solver": "candidates", "verifier": "verifications", "summary": "summaries"}
+    finished_siblings = before[role] - 1 - PER_ITERATION[role]  # minus the failure, iteration 1
+    assert pending[state_key[role]] == finished_siblings
+    snapshot = graph.get_state(THREAD)
+    assert snapshot.values["iteration"] == 2
+    assert len(snapshot.values["history"]) == 1
+
+    fresh = ScriptedChatModel()
+    resumed_graph = build_tmas_graph(CONFIG, llm=fresh, checkpointer=open_checkpointer(connect(db)))
+    final = resumed_graph.invoke(None, THREAD)
+    after = fresh.calls
+
+    assert final["stop_reason"] == "max_iterations"
+    assert len(final["history"]) == T
+    # Each call is made exactly once over both processes, except the one that failed.
+    for kind, per_iteration in PER_ITERATION.items():
+        assert before[kind] + after[kind] == T * per_iteration + (kind == role), kind
+    # Stages of iteration 2 that finished before the crash are not run again.
+    if role != "solver":
+        assert after["solver"] == N * (T - 2)
+    assert after[role] == T * PER_ITERATION[role] - (before[role] - 1)
+    assert final["usage"]["solver"]["calls"] == N * T
+    assert_same_outcome(final, uninterrupted())
+
+
+def transient_failure_on(role: str, number: int) -> Callable[[str | None, int], bool]:
+    """Raise a transient (connection) error on one call; the retry policy may retry it."""
+
+    def check(r: str | None, n: int) -> bool:
+        if r == role and n == number:
+            raise ConnectionError(f"connection reset on {role} call {number}")
+        return False
+
+    return check
+
+
+def test_transient_failure_is_retried_when_retries_are_allowed() -> None:
+    model = ScriptedChatModel(fail_when=transient_failure_on("verifier", 4))
+    config = CONFIG.model_copy(update={"max_retries": 1})
+    state = build_tmas_graph(config, llm=model).invoke({"problem": PROBLEM})
+    assert state["stop_reason"] == "max_iterations"
+    assert model.calls["verifier"] == N * M * T + 1  # the failed call was made once more
+    assert state["usage"]["verifier"]["calls"] == N * M * T
+    assert_same_outcome(state, uninterrupted())
+
+
+def test_transient_failure_is_not_retried_with_zero_retries() -> None:
+    model = ScriptedChatModel(fail_when=transient_failure_on("verifier", 4))
+    with pytest.raises(ConnectionError):
+        build_tmas_graph(CONFIG, llm=model).invoke({"problem": PROBLEM})
+    assert model.calls["solver"] == N
+
+
+def router_for(model: ScriptedChatModel) -> Callable[[dict, TMASConfig], ModelRouter]:
+    return lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
+
+
+def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "runs.sqlite")
+    failing = ScriptedChatModel(fail_when=fail_on("verifier", N * M + 3))
+    manager = RunManager(conn, router_factory=router_for(failing))
+    with pytest.raises(RuntimeError, match="scripted failure"):
+        manager.start(
+            "r1",
+            problem=PROBLEM,
+            gold_answer="18",
+            config=CONFIG,
+            backend=BackendSpec(),
+            show_progress=False,
+            max_concurrency=1,
+        )
+    record = manager.registry.get("r1")
+    assert record.status == "failed"
+    assert record.error is not None and "scripted failure" in record.error
+    before = failing.calls
+
+    fresh = ScriptedChatModel()
+    outcome = RunManager(conn, router_factory=router_for(fresh)).resume(
+        "r1", show_progress=False, max_concurrency=1
+    )
+    after = fresh.calls
+    assert outcome.finished
+    assert outcome.state["stop_reason"] == "max_iterations"
+    assert manager.registry.get("r1").status == "finished"
+    assert after["solver"] == N * (T - 2)
+    for kind, per_iteration in PER_ITERATION.items():
+        assert before[kind] + after[kind] == T * per_iteration + (kind == "verifier"), kind
+
+    # The same run without a crash, through the same manager path.
+    clean = ScriptedChatModel()
+    reference = RunManager(conn, router_factory=router_for(clean)).start(
+        "r2",
+        problem=PROBLEM,
+        gold_answer="18",
+        config=CONFIG,
+        backend=BackendSpec(),
+        show_progress=False,
+        max_concurrency=1,
+    )
+    assert sum(clean.calls.values()) == T * CONFIG.calls_per_iteration()
+    assert_same_outcome(outcome.state, reference.state)
+    assert [r["pass_at_1"] for r in outcome.state["history"]] == [
+        r["pass_at_1"] for r in reference.state["history"]
+    ]
+
+    # Resuming a finished run changes nothing and calls no model.
+    idle = ScriptedChatModel()
+    again = RunManager(conn, router_factory=router_for(idle)).resume("r1", show_progress=False)
+    assert sum(idle.calls.values()) == 0
+    assert again.state["history"] == outcome.state["history"]
+    assert again.state["final_answer"] == outcome.state["final_answer"]
