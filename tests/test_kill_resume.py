@@ -1,4 +1,5 @@
-"""A run killed with SIGKILL during iteration 2 resumes and repeats no completed LLM call."""
+"""A run killed (SIGKILL) or interrupted (Ctrl-C) during iteration 2 resumes and repeats no
+completed LLM call."""
 
 from __future__ import annotations
 
@@ -33,7 +34,12 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_sigkill_in_iteration_two_then_resume_repeats_no_completed_call(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stop_signal", "exit_code"), [(signal.SIGKILL, -signal.SIGKILL), (signal.SIGINT, 130)]
+)
+def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
+    tmp_path: Path, stop_signal: signal.Signals, exit_code: int
+) -> None:
     with FakeOpenAIServer(latency_s=0.02) as server:
         subprocess.run(
             _solve_args(server, tmp_path / "whole.sqlite", "whole"),
@@ -47,7 +53,7 @@ def test_sigkill_in_iteration_two_then_resume_repeats_no_completed_call(tmp_path
 
     def kill_client(count: int) -> None:
         if count == kill_at and proc is not None:
-            os.kill(proc.pid, signal.SIGKILL)
+            os.kill(proc.pid, stop_signal)
 
     db = tmp_path / "killed.sqlite"
     with FakeOpenAIServer(latency_s=0.02, on_complete=kill_client) as server:
@@ -55,8 +61,10 @@ def test_sigkill_in_iteration_two_then_resume_repeats_no_completed_call(tmp_path
             _solve_args(server, db, "killed"), env=_env(tmp_path),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
-        proc.communicate(timeout=120)
-        assert proc.returncode == -signal.SIGKILL
+        _, stderr = proc.communicate(timeout=120)
+        assert proc.returncode == exit_code, stderr.decode()
+        if stop_signal == signal.SIGINT:
+            assert b"tmas resume killed" in stderr
         before_resume = server.request_count
         state = saved_state(connect(db), "killed")
         assert state["iteration"] == 2 and not state.get("stop_reason")

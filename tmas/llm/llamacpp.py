@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +67,7 @@ class ChatLlamaCpp(BaseChatModel):
     top_p: float = 0.95
     seed: int | None = None
     flash_attn: bool = True
+    prompt_cache_mb: int = 0
     verbose: bool = False
 
     _llama: Any = PrivateAttr(default=None)
@@ -98,7 +100,7 @@ class ChatLlamaCpp(BaseChatModel):
             kwargs: dict[str, Any] = {
                 "model_path": self.model_path,
                 "n_ctx": self.n_ctx,
-                "n_threads": self.n_threads,
+                "n_threads": self.n_threads or os.cpu_count() or 1,
                 "verbose": self.verbose,
             }
             if self.seed is not None:
@@ -106,6 +108,10 @@ class ChatLlamaCpp(BaseChatModel):
             if "flash_attn" in inspect.signature(llama_cls.__init__).parameters:
                 kwargs["flash_attn"] = self.flash_attn
             self._llama = llama_cls(**kwargs)
+            if self.prompt_cache_mb > 0:
+                from llama_cpp import LlamaRAMCache
+
+                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         return self._llama
 
     def _count_prompt_tokens(self, llama: Any, chat: list[dict[str, str]]) -> int:
