@@ -1,8 +1,10 @@
 """Embedded llama.cpp settings measured on one TMAS iteration (N=4, M=2) side by side.
 
-Variants: llama.cpp's own thread default (half the cores), all cores, all cores plus an
-in-memory prompt cache (KV states reused across calls that share a prefix). Each variant runs
-the same iteration with the same seeds; prints wall time, tokens and the ratio to the first.
+Variants: llama.cpp's own thread default (half the cores) and all cores, both with calls
+serialised by a plain lock, then all cores with the prefix-affinity order ChatLlamaCpp uses
+(the waiting call sharing the most prompt prefix with the last one goes next, so llama.cpp
+reuses its KV cache). Each variant runs the same iteration with the
+same seeds; prints wall time, tokens and the ratio to the first.
 
     python benchmarks/local_model_settings.py [--model qwen|smollm2|PATH] [--iterations 1]
 """
@@ -12,7 +14,10 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
@@ -25,15 +30,23 @@ PROBLEM = (
 )
 
 
-def run_variant(path: str, iterations: int, n_threads: int, cache_mb: int) -> tuple[float, dict]:
+class PlainLock:
+    """The plain alternative to PrefixAffinityLock: whoever gets the lock first goes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, key: str) -> Iterator[None]:
+        with self._lock:
+            yield
+
+
+def run_variant(path: str, iterations: int, n_threads: int, affinity: bool) -> tuple[float, dict]:
     config = TMASConfig(max_iterations=iterations)
-    model = ChatLlamaCpp(
-        model_path=path,
-        n_ctx=4096,
-        n_threads=n_threads,
-        prompt_cache_mb=cache_mb,
-        seed=config.seed,
-    )
+    model = ChatLlamaCpp(model_path=path, n_ctx=4096, n_threads=n_threads, seed=config.seed)
+    if not affinity:
+        model._gate = PlainLock()
     graph = build_tmas_graph(config, llm=model)
     model.invoke("hi", max_tokens=1)  # load the weights outside the timed part
     start = time.perf_counter()
@@ -49,20 +62,20 @@ def main() -> None:
     path = str(resolve_local_model(args.model))
     cores = os.cpu_count() or 1
     variants = [
-        ("half the cores (llama.cpp default)", max(multiprocessing.cpu_count() // 2, 1), 0),
-        ("all cores", cores, 0),
-        ("all cores + prompt cache", cores, 1024),
+        ("half the cores, plain lock", max(multiprocessing.cpu_count() // 2, 1), False),
+        ("all cores, plain lock", cores, False),
+        ("all cores, prefix affinity", cores, True),
     ]
     print(f"model={os.path.basename(path)} cores={cores} iterations={args.iterations}")
     baseline = None
-    for name, threads, cache_mb in variants:
-        seconds, state = run_variant(path, args.iterations, threads, cache_mb)
+    for name, threads, affinity in variants:
+        seconds, state = run_variant(path, args.iterations, threads, affinity)
         baseline = baseline or seconds
         usage = state["usage"]
         tokens_in = sum(u["input_tokens"] for u in usage.values())
         tokens_out = sum(u["output_tokens"] for u in usage.values())
         print(
-            f"{name:<36} threads={threads} cache={cache_mb}MB  {seconds:7.1f} s  "
+            f"{name:<32} threads={threads}  {seconds:7.1f} s  "
             f"in={tokens_in} out={tokens_out}  ratio={seconds / baseline:.2f}  "
             f"answer={state['final_answer']}"
         )

@@ -180,7 +180,7 @@ def solve(
     run_id = run_id or new_run_id()
     if manager.registry.exists(run_id):
         fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
-    err.print(f"run {run_id} ({spec.describe()}); resume with: tmas resume {run_id}", markup=False)
+    err.print(f"run {run_id} ({spec.describe()})", markup=False)
     outcome = drive(
         lambda: manager.start(
             run_id,

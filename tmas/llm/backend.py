@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
@@ -45,6 +46,20 @@ class BackendSpec(BaseModel):
         return f"{self.kind}:{self.model or 'default'}{where}"
 
 
+def require_module(module: str, hint: str) -> None:
+    """Fail early, before a run is saved, when a backend's package is not installed.
+
+    Example:
+        >>> require_module("json", "")
+        >>> require_module("no_such_module_here", "pip install it")
+        Traceback (most recent call last):
+        ...
+        ValueError: no_such_module_here is not installed: pip install it
+    """
+    if importlib.util.find_spec(module) is None:
+        raise ValueError(f"{module} is not installed: {hint}")
+
+
 def _openai_model(
     base_url: str, model: str, spec: BackendSpec, max_tokens: int, temperature: float
 ) -> BaseChatModel:
@@ -75,6 +90,7 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     if spec.kind == "vllm":
         if not spec.model:
             raise ValueError("the vllm backend needs --model (a model id or path)")
+        require_module("vllm", "pip install 'tmas[vllm]' (needs a GPU)")
         from tmas.llm.vllm_local import ChatVLLM
 
         return ChatVLLM(
@@ -83,6 +99,7 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
             temperature=config.temperature,
             seed=config.seed,
         )
+    require_module("llama_cpp", "pip install 'tmas[local]'")
     from tmas.llm.llamacpp import ChatLlamaCpp
     from tmas.llm.model_files import resolve_local_model
 

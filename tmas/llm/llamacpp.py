@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
+
+from tmas.llm.prefix_gate import PrefixAffinityLock
 
 _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant"}
 
@@ -41,11 +42,17 @@ def _import_llama() -> Any:
     return Llama
 
 
+def _prompt_key(messages: list[BaseMessage]) -> str:
+    return "\x00".join(f"{m.type}:{m.content}" for m in messages)
+
+
 class ChatLlamaCpp(BaseChatModel):
     """A GGUF model run in-process by llama.cpp, using the GGUF's own chat template.
 
-    The model is loaded on the first call. Calls are serialised by a lock, because one
-    llama.cpp context is not thread-safe and graphs call models from several threads.
+    The model is loaded on the first call. Calls are serialised, because one llama.cpp
+    context is not thread-safe and graphs call models from several threads; the waiting call
+    whose prompt shares the most prefix with the last one goes next (``PrefixAffinityLock``),
+    so llama.cpp re-evaluates only the part of its prompt that differs.
     Per-call keyword arguments ``max_tokens``, ``temperature`` and ``seed`` override the
     fields. When prompt plus ``max_tokens`` would overflow ``n_ctx``, ``max_tokens`` shrinks
     to fit; a prompt that alone does not fit raises ``ValueError``.
@@ -67,11 +74,10 @@ class ChatLlamaCpp(BaseChatModel):
     top_p: float = 0.95
     seed: int | None = None
     flash_attn: bool = True
-    prompt_cache_mb: int = 0
     verbose: bool = False
 
     _llama: Any = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _gate: PrefixAffinityLock = PrivateAttr(default_factory=PrefixAffinityLock)
 
     @property
     def _llm_type(self) -> str:
@@ -108,10 +114,6 @@ class ChatLlamaCpp(BaseChatModel):
             if "flash_attn" in inspect.signature(llama_cls.__init__).parameters:
                 kwargs["flash_attn"] = self.flash_attn
             self._llama = llama_cls(**kwargs)
-            if self.prompt_cache_mb > 0:
-                from llama_cpp import LlamaRAMCache
-
-                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_mb << 20))
         return self._llama
 
     def _count_prompt_tokens(self, llama: Any, chat: list[dict[str, str]]) -> int:
@@ -175,7 +177,7 @@ class ChatLlamaCpp(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        with self._lock:
+        with self._gate.hold(_prompt_key(messages)):
             llama = self._load()
             request = self._request(llama, messages, stop, kwargs)
             try:
@@ -209,7 +211,7 @@ class ChatLlamaCpp(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        with self._lock:
+        with self._gate.hold(_prompt_key(messages)):
             llama = self._load()
             request = self._request(llama, messages, stop, kwargs)
             try:
