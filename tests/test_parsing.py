@@ -278,3 +278,10 @@ def test_garbage_from_the_model_is_recorded_in_parse_issues() -> None:
     assert [g["text"] for g in state["guideline_bank"]] == [
         "I just tried stuff until something worked"
     ]
+
+
+def test_plain_text_fallback_keeps_the_number_of_a_phrase() -> None:
+    parsed = extract_answer("The final answer to the problem was 21.")
+    assert parsed.value == "21"
+    assert parsed.problem is not None and "plain-text" in parsed.problem
+    assert extract_answer("The answer is that nobody knows.").value is None

@@ -13,6 +13,7 @@ _FALLBACK_ANSWER = re.compile(
     r"(?:final answer|the answer is|answer:)\s*[:=]?\s*\$?([^\n$]{1,60}?)\$?\s*(?:\.|$)",
     re.IGNORECASE | re.MULTILINE,
 )
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _SCORE = re.compile(r"score\s*[:=]?\s*\**\s*(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", re.I)
 _VERDICT = re.compile(r"verdict\s*[:=]?\s*\**\s*(correct|incorrect|wrong|right)", re.I)
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)\s*$")
@@ -55,13 +56,22 @@ def extract_answer(text: str) -> Parsed:
         '\\\\frac{1}{2}'
         >>> extract_answer("The answer is 42.").problem
         'no \\\\boxed{} answer; used a plain-text answer'
+        >>> extract_answer("The final answer to the problem was 21.").value
+        '21'
     """
     boxed = [b for b in _boxed_contents(text or "") if b]
     if boxed:
         return Parsed(boxed[-1])
     matches = _FALLBACK_ANSWER.findall(text or "")
     if matches:
-        return Parsed(matches[-1].strip(), "no \\boxed{} answer; used a plain-text answer")
+        answer = matches[-1].strip()
+        words = len(answer.split())
+        if words > 3 or (words > 1 and not any(ch.isdigit() for ch in answer)):
+            # a phrase, not an answer: keep its last number, if any
+            numbers = _NUMBER.findall(answer)
+            answer = numbers[-1] if numbers else ""
+        if answer:
+            return Parsed(answer, "no \\boxed{} answer; used a plain-text answer")
     return Parsed(None, "no answer found")
 
 

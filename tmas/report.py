@@ -5,9 +5,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from rich import box
 from rich.table import Table
 
 from tmas.runs import RunRecord
+
+PROBLEM_HEAD = 18
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -49,13 +52,14 @@ def iteration_table(state: dict[str, Any]) -> Table:
 
 def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
     """One row per run: id, created, status, iterations done, answer, problem head."""
-    table = Table(title="Runs")
-    for column in ("id", "created", "status", "iterations", "answer", "parent", "problem"):
-        table.add_column(column)
+    table = Table(title="Runs", box=box.SIMPLE)
+    for column in ("id", "created", "status", "iters", "answer"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("problem", overflow="ellipsis", no_wrap=True, max_width=PROBLEM_HEAD)
     for record, state, status in rows:
         done = len(state.get("history", []))
         total = record.config.get("max_iterations", "?")
-        created = time.strftime("%Y-%m-%d %H:%M", time.localtime(record.created_at))
+        created = time.strftime("%m-%d %H:%M", time.localtime(record.created_at))
         head = " ".join(record.problem.split())
         table.add_row(
             record.run_id,
@@ -63,7 +67,6 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
             status,
             f"{done}/{total}",
             str(state.get("final_answer") or "-"),
-            record.parent_run_id or "-",
-            head[:50] + ("..." if len(head) > 50 else ""),
+            head,
         )
     return table
