@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypedDict
 
-Mode = Literal["initial", "exploit", "explore"]
+Mode = Literal["initial", "exploit", "explore", "reference", "aggregate", "experience"]
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write ``[RESET]`` to a per-iteration list to empty it (the marker survives JSON)."""
@@ -33,6 +33,7 @@ class Plan(TypedDict):
     mode: Mode
     parent_index: int | None
     seed: int
+    references: list[int]
 
 
 class Candidate(TypedDict):

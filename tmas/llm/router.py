@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -86,6 +87,7 @@ class ModelRouter:
         self.temperature = temperature
         self.role_temperatures = dict(role_temperatures or {})
         self.pass_generation_kwargs = pass_generation_kwargs
+        self.model_role: Role | None = None
 
     @classmethod
     def for_config(
@@ -132,9 +134,24 @@ class ModelRouter:
             max_parallel_calls=max_parallel_calls,
         )
 
+    def for_role(self, model_role: Role) -> ModelRouter:
+        """A view that serves every call with ``model_role``'s model and temperature, sharing
+        this router's bound on calls in flight.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> main, judge = ScriptedChatModel(), ScriptedChatModel()
+            >>> view = ModelRouter(main, {"verifier": judge}).for_role("verifier")
+            >>> view.model_for("solver") is judge
+            True
+        """
+        view = copy.copy(self)
+        view.model_role = model_role
+        return view
+
     def model_for(self, role: Role) -> BaseChatModel:
         """The chat model that plays ``role``."""
-        return self.overrides.get(role, self.main)
+        return self.overrides.get(self.model_role or role, self.main)
 
     def complete(
         self, role: Role, system: str, user: str, max_tokens: int, seed: int
@@ -143,7 +160,7 @@ class ModelRouter:
         kwargs: dict[str, Any] = {}
         if self.pass_generation_kwargs:
             kwargs = {"max_tokens": max_tokens, "seed": seed}
-            temperature = self.role_temperatures.get(role, self.temperature)
+            temperature = self.role_temperatures.get(self.model_role or role, self.temperature)
             if temperature is not None:
                 kwargs["temperature"] = temperature
         with self._slots or contextlib.nullcontext():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from tmas.config import TMASConfig
@@ -23,27 +24,79 @@ def choose_mode(config: TMASConfig, iteration: int, index: int) -> Mode:
     return "explore" if explore else "exploit"
 
 
-def plan_iteration(config: TMASConfig, iteration: int, previous_count: int) -> list[Plan]:
+PLANNERS = ("epsilon_greedy", "initial", "refine", "references", "aggregate", "experience")
+"""How later iterations make their candidates: TMAS's epsilon-greedy exploit/explore, fresh
+samples (majority vote), repair of the own rollout (self-refine, verify-refine), the previous
+round as references (PaCoRe), aggregation of k previous members (RSA), the experience bank
+(RSE)."""
+
+
+def _later_plan(
+    planner: str,
+    config: TMASConfig,
+    iteration: int,
+    index: int,
+    previous_count: int,
+    aggregate_k: int,
+) -> tuple[Mode, int | None, list[int]]:
+    if planner == "epsilon_greedy":
+        mode = choose_mode(config, iteration, index)
+        return mode, (index % previous_count if mode == "exploit" else None), []
+    if planner == "refine":
+        return "exploit", index % previous_count, []
+    if planner == "references":
+        return "reference", None, list(range(previous_count))
+    if planner == "aggregate":
+        rng = random.Random(derive_seed(config.seed, "aggregate", iteration, index))
+        members = sorted(rng.sample(range(previous_count), min(aggregate_k, previous_count)))
+        return "aggregate", None, members
+    return "experience", None, []
+
+
+def plan_iteration(
+    config: TMASConfig,
+    iteration: int,
+    previous_count: int,
+    planner: str = "epsilon_greedy",
+    *,
+    aggregate_k: int = 2,
+    final_round_size: int | None = None,
+) -> list[Plan]:
     """The plans of every candidate of ``iteration``.
+
+    Iteration 1 (and any iteration without previous rollouts) samples plainly; ``planner``
+    decides the later ones. ``final_round_size`` shrinks the last iteration (PaCoRe ends with
+    one sample).
 
     Example:
         >>> [p["mode"] for p in plan_iteration(TMASConfig(n_candidates=2), 1, 0)]
         ['initial', 'initial']
+        >>> plan_iteration(TMASConfig(n_candidates=3), 2, 3, "aggregate")[0]["references"]
+        [0, 2]
     """
+    if planner not in PLANNERS:
+        raise ValueError(f"unknown planner {planner!r}; choose one of {', '.join(PLANNERS)}")
+    size = config.n_candidates
+    if final_round_size is not None and iteration >= config.max_iterations:
+        size = final_round_size
     plans: list[Plan] = []
-    for index in range(config.n_candidates):
-        mode = choose_mode(config, iteration, index)
-        if mode == "exploit" and previous_count == 0:
-            mode = "explore"
-        parent = index % previous_count if mode == "exploit" else None
-        seed = derive_seed(config.seed, "solve", iteration, index)
+    for index in range(size):
+        mode: Mode = "initial"
+        parent, references = None, []
+        if iteration > 1 and previous_count > 0 and planner != "initial":
+            mode, parent, references = _later_plan(
+                planner, config, iteration, index, previous_count, aggregate_k
+            )
+        elif iteration > 1 and planner == "epsilon_greedy":
+            mode = "explore"  # nothing to repair: every rollout of the last round failed
         plans.append(
             {
                 "iteration": iteration,
                 "index": index,
                 "mode": mode,
                 "parent_index": parent,
-                "seed": seed,
+                "seed": derive_seed(config.seed, "solve", iteration, index),
+                "references": references,
             }
         )
     return plans
@@ -83,8 +136,19 @@ class StartIteration:
         (1, 2)
     """
 
-    def __init__(self, config: TMASConfig) -> None:
+    def __init__(
+        self,
+        config: TMASConfig,
+        planner: str = "epsilon_greedy",
+        *,
+        aggregate_k: int = 2,
+        final_round_size: int | None = None,
+    ) -> None:
+        plan_iteration(config, 1, 0, planner)  # rejects an unknown planner now
         self.config = config
+        self.planner = planner
+        self.aggregate_k = aggregate_k
+        self.final_round_size = final_round_size
 
     def __call__(self, state: RunState) -> dict[str, Any]:
         iteration = state.get("iteration", 0) + 1
@@ -92,7 +156,14 @@ class StartIteration:
         return {
             "iteration": iteration,
             "previous": previous,
-            "plans": plan_iteration(self.config, iteration, len(previous)),
+            "plans": plan_iteration(
+                self.config,
+                iteration,
+                len(previous),
+                self.planner,
+                aggregate_k=self.aggregate_k,
+                final_round_size=self.final_round_size,
+            ),
             "candidates": [RESET],
             "verifications": [RESET],
             "summaries": [RESET],

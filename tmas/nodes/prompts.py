@@ -24,6 +24,26 @@ SOLVER_EXPLORE = (
     "Solve the problem with a new strategy. Put the final answer in \\boxed{{}}."
 )
 
+SOLVER_REFERENCES = (
+    "Problem:\n{problem}\n\n"
+    "Solutions other solvers wrote in the previous round (they may be wrong):\n{references}\n\n"
+    "Study them, decide what is right, and write your own complete solution. "
+    "Put the final answer in \\boxed{{}}."
+)
+
+SOLVER_AGGREGATE = (
+    "Problem:\n{problem}\n\n"
+    "Candidate solutions (some may be wrong):\n{references}\n\n"
+    "Aggregate them: keep the correct steps, fix the errors, and write one improved complete "
+    "solution. Put the final answer in \\boxed{{}}."
+)
+
+SOLVER_EXPERIENCE = (
+    "Problem:\n{problem}\n\n"
+    "Verified facts and known pitfalls from earlier attempts:\n{experiences}\n\n"
+    "Use them and solve the problem. Put the final answer in \\boxed{{}}."
+)
+
 VERIFIER_SYSTEM = (
     "You are the verification agent of a team that solves hard math problems. "
     "Check the proposed solution step by step and look for any error. End your report with "

@@ -38,6 +38,12 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
             )
         elif plan["mode"] == "explore":
             task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
+        elif plan["mode"] in ("reference", "aggregate"):
+            task["references"] = [previous[i] for i in plan.get("references", [])]
+        elif plan["mode"] == "experience":
+            task["experiences"] = relevant_experiences(
+                state.get("experience_bank", []), state["problem"], config.experiences_per_prompt
+            )
         tasks.append(task)
     return tasks
 
@@ -62,7 +68,35 @@ def solver_prompt(task: dict[str, Any]) -> str:
         return prompts.SOLVER_EXPLORE.format(
             problem=task["problem"], guidelines=prompts.bullet_list(task["guidelines"])
         )
+    if mode in ("reference", "aggregate"):
+        template = prompts.SOLVER_REFERENCES if mode == "reference" else prompts.SOLVER_AGGREGATE
+        return template.format(
+            problem=task["problem"], references=reference_list(task["references"])
+        )
+    if mode == "experience":
+        return prompts.SOLVER_EXPERIENCE.format(
+            problem=task["problem"],
+            experiences=prompts.bullet_list([e["text"] for e in task["experiences"]]),
+        )
     return prompts.SOLVER_INITIAL.format(problem=task["problem"])
+
+
+REFERENCE_CHARS = 700
+
+
+def reference_list(rollouts: list[dict[str, Any]]) -> str:
+    """Earlier rollouts as numbered references: each one's answer and the end of its text.
+
+    Example:
+        >>> print(reference_list([{"answer": "18", "text": "so 9 + 9 = 18"}]))
+        Solution 1 (answer: 18):
+        so 9 + 9 = 18
+    """
+    return "\n\n".join(
+        f"Solution {i + 1} (answer: {r.get('answer') or 'none'}):\n"
+        f"{prompts.clip(r['text'], REFERENCE_CHARS)}"
+        for i, r in enumerate(rollouts)
+    )
 
 
 class Solve:

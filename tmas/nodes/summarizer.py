@@ -77,3 +77,26 @@ class Summarize:
             "mean_score": mean_score(task["scores"]),
         }
         return {"summaries": [summary], "usage": reply.usage("summary")}
+
+
+class ReportsAsSummary:
+    """Node: use a candidate's verification reports as its feedback, without a summary call.
+
+    Self-refine and verify-refine repair a rollout from the reports themselves.
+
+    Example:
+        >>> node = ReportsAsSummary()
+        >>> node({"candidate_index": 0, "iteration": 1, "answer": "3",
+        ...       "reports": ["ok", "fine"], "scores": [1.0, 0.5]})["summaries"][0]["mean_score"]
+        0.75
+    """
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        text = "\n\n".join(f"Report {i + 1}: {r}" for i, r in enumerate(task["reports"]))
+        summary: Summary = {
+            "iteration": task["iteration"],
+            "candidate_index": task["candidate_index"],
+            "text": text,
+            "mean_score": mean_score(task["scores"]),
+        }
+        return {"summaries": [summary]}

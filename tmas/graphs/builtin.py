@@ -1,0 +1,83 @@
+"""The built-in node types, task builders and stop conditions, registered by name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.graphs.registry import NodeContext, register_node, register_stop, register_tasks
+from tmas.nodes.bank_update import UpdateBanks
+from tmas.nodes.experience import ExtractExperience
+from tmas.nodes.guideline import ExtractGuideline
+from tmas.nodes.iteration import StartIteration
+from tmas.nodes.reflection import reflection_tasks
+from tmas.nodes.selection import RecordIteration
+from tmas.nodes.solver import Solve, solver_tasks
+from tmas.nodes.summarizer import ReportsAsSummary, Summarize, summary_tasks
+from tmas.nodes.verifier import Verify, verification_tasks
+
+
+@register_node("start_iteration")
+def _start_iteration(ctx: NodeContext, **params: Any) -> StartIteration:
+    return StartIteration(ctx.config, **params)
+
+
+@register_node("solve", calls_llm=True)
+def _solve(ctx: NodeContext) -> Solve:
+    return Solve(ctx.router, ctx.config)
+
+
+@register_node("verify", calls_llm=True)
+def _verify(ctx: NodeContext) -> Verify:
+    return Verify(ctx.router, ctx.config)
+
+
+@register_node("summarize", calls_llm=True)
+def _summarize(ctx: NodeContext) -> Summarize:
+    return Summarize(ctx.router, ctx.config)
+
+
+@register_node("reports_as_summary")
+def _reports_as_summary(ctx: NodeContext) -> ReportsAsSummary:
+    return ReportsAsSummary()
+
+
+@register_node("extract_experience", calls_llm=True)
+def _extract_experience(ctx: NodeContext) -> ExtractExperience:
+    return ExtractExperience(ctx.router, ctx.config)
+
+
+@register_node("extract_guideline", calls_llm=True)
+def _extract_guideline(ctx: NodeContext) -> ExtractGuideline:
+    return ExtractGuideline(ctx.router, ctx.config)
+
+
+@register_node("update_banks")
+def _update_banks(ctx: NodeContext) -> UpdateBanks:
+    return UpdateBanks(ctx.config)
+
+
+@register_node("record_iteration")
+def _record_iteration(ctx: NodeContext) -> RecordIteration:
+    return RecordIteration(ctx.config)
+
+
+def join(_: Any) -> dict[str, Any]:
+    """A barrier: runs once after every branch of a fan-out finished."""
+    return {}
+
+
+@register_node("join")
+def _join(ctx: NodeContext) -> Any:
+    return join
+
+
+register_tasks("solver_tasks")(solver_tasks)
+register_tasks("verification_tasks")(verification_tasks)
+register_tasks("summary_tasks")(summary_tasks)
+register_tasks("reflection_tasks")(reflection_tasks)
+
+
+@register_stop("run_finished")
+def run_finished(state: dict[str, Any]) -> bool:
+    """True once the iteration record set a stop reason (max iterations or early stop)."""
+    return bool(state.get("stop_reason"))

@@ -1,0 +1,110 @@
+"""Compiling a validated topology spec into a LangGraph ``StateGraph``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import RetryPolicy, Send
+
+from tmas.config import TMASConfig
+from tmas.graphs import spec as spec_names
+from tmas.graphs.registry import (
+    LLM_NODE_TYPES,
+    NODE_TYPES,
+    STOP_CONDITIONS,
+    TASK_BUILDERS,
+    NodeContext,
+)
+from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
+from tmas.graphs.validate import validate_spec
+from tmas.llm.router import ModelRouter
+from tmas.state import RunState
+
+
+def _endpoint(name: str) -> str:
+    return {spec_names.START: START, spec_names.END: END}.get(name, name)
+
+
+def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
+    if node.retry is not None:
+        return RetryPolicy(
+            max_attempts=node.retry.max_attempts, initial_interval=node.retry.initial_interval
+        )
+    if node.type in LLM_NODE_TYPES and config.max_retries:
+        return RetryPolicy(max_attempts=config.max_retries + 1)
+    return None
+
+
+def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -> list[dict]:
+    """The task payloads one fan-out edge sends (to each of its targets).
+
+    Example:
+        >>> fanout_payloads(FanOut(copies=2), {"problem": "p", "iteration": 1}, TMASConfig())
+        [{'problem': 'p', 'iteration': 1, 'copy': 0}, {'problem': 'p', 'iteration': 1, 'copy': 1}]
+    """
+    if fanout.tasks is not None:
+        return TASK_BUILDERS[fanout.tasks](state, config)
+    base = {"problem": state.get("problem"), "iteration": state.get("iteration")}
+    if fanout.over is not None:
+        return [
+            {**base, "item": item, "index": i}
+            for i, item in enumerate(state.get(fanout.over) or [])
+        ]
+    return [{**base, "copy": i} for i in range(fanout.copies or 0)]
+
+
+def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:
+    source = _endpoint(edge.source)
+    targets = [_endpoint(t) for t in edge.targets]
+    if edge.until is not None:
+        stop = STOP_CONDITIONS[edge.until]
+        exit_to, back_to = _endpoint(edge.exit), targets[0]
+        graph.add_conditional_edges(
+            source, lambda s: exit_to if stop(s) else back_to, [back_to, exit_to]
+        )
+    elif edge.fanout is not None:
+        fanout = edge.fanout
+
+        def route(state: dict[str, Any]) -> list[Send]:
+            return [Send(t, p) for p in fanout_payloads(fanout, state, config) for t in targets]
+
+        graph.add_conditional_edges(source, route, targets)
+    else:
+        for target in targets:
+            graph.add_edge(source, target)
+
+
+def compile_spec(
+    spec: GraphSpec,
+    config: TMASConfig,
+    router: ModelRouter,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+    state_schema: type = RunState,
+) -> CompiledStateGraph:
+    """Validate ``spec`` and compile it with the given config, models and checkpointer.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> cfg = TMASConfig(n_candidates=3, max_iterations=1)
+        >>> router = ModelRouter(ScriptedChatModel())
+        >>> graph = compile_spec(load_bundled("majority_vote"), cfg, router)
+        >>> len(graph.invoke({"problem": "What is 9 + 9?"})["history"][0]["answers"])
+        3
+    """
+    validate_spec(spec)
+    graph = StateGraph(state_schema)
+    for node in spec.nodes:
+        node_router = router.for_role(node.role) if node.role else router
+        factory = NODE_TYPES[node.type]
+        action = factory(NodeContext(config=config, router=node_router), **node.params)
+        graph.add_node(node.id, action, retry_policy=_retry(node, config))
+    for edge in spec.edges:
+        _add_edge(graph, edge, config)
+    return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)

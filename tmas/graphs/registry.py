@@ -1,0 +1,97 @@
+"""Registries of node types, fan-out task builders and loop stop conditions, by name.
+
+Built-in entries come from ``tmas.graphs.builtin``; users add their own from any module::
+
+    from tmas.graphs.registry import register_node
+
+    @register_node("shout")
+    def make_shout(ctx, **params):
+        return lambda state: {"final_answer": (state.get("final_answer") or "").upper()}
+
+and load it with ``tmas solve --plugin my_module`` or ``load_plugin("my_module")``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelRouter
+
+NodeFactory = Callable[..., Callable[[Any], dict[str, Any]]]
+TaskBuilder = Callable[[dict[str, Any], TMASConfig], list[dict[str, Any]]]
+StopCondition = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What a node factory may use: the run's config and its model router."""
+
+    config: TMASConfig
+    router: ModelRouter
+
+
+NODE_TYPES: dict[str, NodeFactory] = {}
+LLM_NODE_TYPES: set[str] = set()
+TASK_BUILDERS: dict[str, TaskBuilder] = {}
+STOP_CONDITIONS: dict[str, StopCondition] = {}
+
+
+def _register(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], Any]:
+    def decorate(item: Any) -> Any:
+        if name in table and table[name] is not item:
+            raise ValueError(f"{kind} {name!r} is already registered")
+        table[name] = item
+        return item
+
+    return decorate
+
+
+def register_node(name: str, *, calls_llm: bool = False) -> Callable[[NodeFactory], NodeFactory]:
+    """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
+
+    Nodes that ``calls_llm`` get the run's retry policy unless their spec sets one.
+
+    Example:
+        >>> @register_node("doc_example_noop")
+        ... def make_noop(ctx, **params):
+        ...     return lambda state: {}
+        >>> "doc_example_noop" in NODE_TYPES
+        True
+    """
+    if calls_llm:
+        LLM_NODE_TYPES.add(name)
+    return _register(NODE_TYPES, "node type", name)
+
+
+def register_tasks(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Register a fan-out task builder ``(state, config) -> list of task payloads``."""
+    return _register(TASK_BUILDERS, "task builder", name)
+
+
+def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:
+    """Register a loop stop condition ``(state) -> bool`` (True ends the loop)."""
+    return _register(STOP_CONDITIONS, "stop condition", name)
+
+
+def ensure_builtins() -> None:
+    """Load the built-in node types, task builders and stop conditions."""
+    importlib.import_module("tmas.graphs.builtin")
+
+
+def load_plugin(module: str) -> None:
+    """Import a user module so that its ``register_*`` calls take effect.
+
+    Example:
+        >>> load_plugin("no_such_plugin")
+        Traceback (most recent call last):
+        ...
+        ValueError: cannot import plugin 'no_such_plugin': No module named 'no_such_plugin'
+    """
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ValueError(f"cannot import plugin {module!r}: {exc}") from None

@@ -1,0 +1,172 @@
+"""The declarative topology format: nodes by registered type, edges, fan-outs and loops.
+
+A spec is a YAML or JSON file, a dict of the same shape, or a ``GraphSpec``::
+
+    name: majority_vote
+    config: {max_iterations: 1}          # defaults of this topology (the CLI may override)
+    nodes:
+      - {id: start, type: start_iteration, params: {planner: initial}}
+      - {id: solve, type: solve, role: solver, retry: {max_attempts: 3}}
+      - {id: vote, type: record_iteration}
+    edges:
+      - {from: START, to: start}
+      - {from: start, to: solve, fanout: {tasks: solver_tasks}}
+      - {from: solve, to: vote}
+      - {from: vote, to: start, until: run_finished}   # loop; exits to END when finished
+
+An edge with ``fanout`` sends one task per item (a registered task builder, a state list or
+K copies); an edge with ``until`` loops back to ``to`` until the named stop condition holds,
+then goes to ``exit`` (END by default).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tmas.roles import Role
+
+START = "START"
+END = "END"
+
+
+class SpecError(ValueError):
+    """A topology spec is invalid; ``problems`` lists each problem with the names involved."""
+
+    def __init__(self, problems: list[str], source: str = "spec") -> None:
+        self.problems = problems
+        super().__init__(f"invalid topology {source}:\n" + "\n".join(f"  - {p}" for p in problems))
+
+
+class RetrySpec(BaseModel):
+    """Retry settings of one node (transient errors only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    initial_interval: float = Field(default=0.5, gt=0)
+
+
+class FanOut(BaseModel):
+    """Exactly one of: a registered task builder, a state list to map over, or K copies."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: str | None = None
+    over: str | None = None
+    copies: int | None = Field(default=None, ge=1, le=1024)
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FanOut:
+        chosen = [k for k in ("tasks", "over", "copies") if getattr(self, k) is not None]
+        if len(chosen) != 1:
+            raise ValueError("a fanout needs exactly one of tasks, over, copies")
+        return self
+
+
+class NodeSpec(BaseModel):
+    """One node: a registered type, its parameters, and optionally a model role and retries."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
+    type: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    role: Role | None = None
+    retry: RetrySpec | None = None
+
+
+class EdgeSpec(BaseModel):
+    """An arc (or several) from one node; plain, fan-out, or loop."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: str = Field(alias="from")
+    target: str | list[str] = Field(alias="to")
+    fanout: FanOut | None = None
+    until: str | None = None
+    exit: str = END
+
+    @property
+    def targets(self) -> list[str]:
+        """The targets as a list."""
+        return [self.target] if isinstance(self.target, str) else list(self.target)
+
+    @model_validator(mode="after")
+    def _loop_is_plain(self) -> EdgeSpec:
+        if self.until is not None and (self.fanout is not None or len(self.targets) != 1):
+            raise ValueError("a loop edge (until) has one target and no fanout")
+        return self
+
+
+class GraphSpec(BaseModel):
+    """A whole topology.
+
+    Example:
+        >>> spec = GraphSpec.model_validate({"name": "x", "nodes": [{"id": "a", "type": "join"}],
+        ...     "edges": [{"from": "START", "to": "a"}, {"from": "a", "to": "END"}]})
+        >>> spec.node_ids()
+        ['a']
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    nodes: list[NodeSpec]
+    edges: list[EdgeSpec]
+
+    def node_ids(self) -> list[str]:
+        """Ids of the nodes, in declaration order."""
+        return [node.id for node in self.nodes]
+
+
+def _field_problems(exc: ValidationError) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "spec"
+        problems.append(f"{where}: {err['msg']}")
+    return problems
+
+
+def parse_spec(data: Any, source: str = "spec") -> GraphSpec:
+    """Validate the fields of a spec given as a dict (or a GraphSpec).
+
+    Example:
+        >>> parse_spec({"name": "x", "nodes": [], "edges": [{"from": "START"}]})
+        Traceback (most recent call last):
+        ...
+        tmas.graphs.spec.SpecError: invalid topology spec:
+          - edges.0.to: Field required
+    """
+    if isinstance(data, GraphSpec):
+        return data
+    if not isinstance(data, dict):
+        raise SpecError([f"expected a mapping at the top level, got {type(data).__name__}"], source)
+    try:
+        return GraphSpec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_field_problems(exc), source) from None
+
+
+def load_spec_file(path: Path | str) -> GraphSpec:
+    """Read a YAML (.yaml/.yml) or JSON (.json) spec file and validate its fields."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError([f"cannot read {path}: {exc}"], str(path)) from None
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # noqa: BLE001 - any syntax error becomes one clear problem
+        raise SpecError([f"cannot parse {path.name}: {exc}"], str(path)) from None
+    return parse_spec(data, str(path))

@@ -1,0 +1,107 @@
+"""Structural checks of a topology spec (networkx), run before anything is compiled or run."""
+
+from __future__ import annotations
+
+import networkx as nx
+
+from tmas.graphs.registry import NODE_TYPES, STOP_CONDITIONS, TASK_BUILDERS, ensure_builtins
+from tmas.graphs.spec import END, START, GraphSpec, SpecError
+
+
+def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph:
+    """The spec's arcs as a directed graph with START and END nodes.
+
+    Loop edges contribute their exit arc always and their back arc when ``with_loop_backs``.
+
+    Example:
+        >>> from tmas.graphs.spec import parse_spec
+        >>> spec = parse_spec({"name": "x", "nodes": [{"id": "a", "type": "join"}],
+        ...     "edges": [{"from": "START", "to": "a"}, {"from": "a", "to": "a",
+        ...                "until": "run_finished"}]})
+        >>> sorted(spec_digraph(spec).edges())
+        [('START', 'a'), ('a', 'END'), ('a', 'a')]
+    """
+    graph = nx.DiGraph()
+    graph.add_nodes_from([START, END, *spec.node_ids()])
+    for edge in spec.edges:
+        if edge.until is not None:
+            graph.add_edge(edge.source, edge.exit)
+            if with_loop_backs:
+                graph.add_edge(edge.source, edge.target)
+            continue
+        for target in edge.targets:
+            graph.add_edge(edge.source, target)
+    return graph
+
+
+def _reference_problems(spec: GraphSpec) -> list[str]:
+    problems = []
+    ids = spec.node_ids()
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        problems.append(f"duplicate node ids: {', '.join(duplicates)}")
+    for reserved in (START, END):
+        if reserved in ids:
+            problems.append(f"node id {reserved} is reserved")
+    for node in spec.nodes:
+        if node.type not in NODE_TYPES:
+            known = ", ".join(sorted(NODE_TYPES))
+            problems.append(f"node {node.id}: unknown node type {node.type!r} (known: {known})")
+    known_ids = set(ids)
+    for edge in spec.edges:
+        if edge.source not in known_ids | {START}:
+            problems.append(f"edge from {edge.source!r}: no such node (dangling edge)")
+        ends = edge.targets + ([edge.exit] if edge.until else [])
+        for target in ends:
+            if target not in known_ids | {END}:
+                problems.append(f"edge {edge.source} -> {target}: no such node (dangling edge)")
+        if edge.fanout and edge.fanout.tasks and edge.fanout.tasks not in TASK_BUILDERS:
+            problems.append(f"edge from {edge.source}: unknown task builder {edge.fanout.tasks!r}")
+        if edge.until and edge.until not in STOP_CONDITIONS:
+            known = ", ".join(sorted(STOP_CONDITIONS))
+            problems.append(
+                f"edge from {edge.source}: unknown stop condition {edge.until!r} (known: {known})"
+            )
+    sources = [e.source for e in spec.edges]
+    for edge in spec.edges:
+        if (edge.fanout or edge.until) and sources.count(edge.source) > 1:
+            problems.append(
+                f"node {edge.source}: a fan-out or loop edge must be the node's only outgoing edge"
+            )
+    if START not in sources:
+        problems.append("no edge from START")
+    return problems
+
+
+def _structure_problems(spec: GraphSpec) -> list[str]:
+    problems = []
+    graph = spec_digraph(spec)
+    reachable = nx.descendants(graph, START)
+    unreachable = [n for n in spec.node_ids() if n not in reachable]
+    if unreachable:
+        problems.append(f"nodes unreachable from START: {', '.join(unreachable)}")
+    reaches_end = nx.ancestors(graph, END)
+    stuck = [n for n in spec.node_ids() if n in reachable and n not in reaches_end]
+    if stuck:
+        problems.append(f"nodes that can never reach END: {', '.join(stuck)}")
+    without_loop_backs = spec_digraph(spec, with_loop_backs=False)
+    for cycle in nx.simple_cycles(without_loop_backs):
+        problems.append(f"loop without an exit (no 'until' edge): {' -> '.join(cycle)}")
+        if len(problems) > 10:
+            break
+    return problems
+
+
+def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
+    """Raise ``SpecError`` listing every problem; return the spec when it is valid.
+
+    Checks: node types, task builders and stop conditions are registered; edges name existing
+    nodes; every node is reachable from START and can reach END; every cycle has an exit.
+    """
+    ensure_builtins()
+    problems = _reference_problems(spec)
+    if not problems:
+        problems = _structure_problems(spec)
+    if problems:
+        raise SpecError(problems, source)
+    return spec
