@@ -126,13 +126,38 @@ def test_cap_evicts_the_least_reinforced_then_oldest() -> None:
     assert added == 1
 
 
-def test_new_items_evicted_by_the_cap_are_not_counted_as_added() -> None:
+def test_a_full_bank_of_reinforced_items_still_takes_new_ones() -> None:
     bank = [item("e1", "alpha beta", hits=3), item("e2", "gamma delta", hits=2)]
     merged, added = merge_into_bank(
         bank, [proposal("epsilon zeta", iteration=1)], threshold=0.6, cap=2, id_prefix="e"
     )
-    assert added == 0
-    assert [it["id"] for it in merged] == ["e1", "e2"]
+    assert added == 1
+    assert [it["text"] for it in merged] == ["alpha beta", "epsilon zeta"]
+
+
+def test_more_new_items_than_the_cap_keeps_the_first_ones() -> None:
+    merged, added = merge_into_bank(
+        [],
+        [proposal(text, iteration=1) for text in ("one two", "three four", "five six")],
+        threshold=0.6,
+        cap=2,
+        id_prefix="e",
+    )
+    assert added == 2
+    assert [it["text"] for it in merged] == ["one two", "three four"]
+
+
+def test_facts_with_different_numbers_are_not_merged() -> None:
+    bank = [item("e1", "Verified: she sold 24 clips in May, so 72 in total", hits=1)]
+    merged, added = merge_into_bank(
+        bank,
+        [proposal("Verified: she sold 96 clips in May, so 144 in total", iteration=2)],
+        threshold=0.5,
+        cap=10,
+        id_prefix="e",
+    )
+    assert added == 1
+    assert [it["hits"] for it in merged] == [1, 1]
 
 
 def test_reinforcement_can_save_an_item_from_eviction() -> None:

@@ -84,7 +84,7 @@ def test_extract_answer_tolerates_none() -> None:
         ("x = 5", "5"),
         ("\\dfrac{1}{2}", "\\frac{1}{2}"),
         ("\\text{18}", "18"),
-        ("\\text{ 18 dollars}", "18dollars"),
+        ("\\text{ 18 dollars}", "18"),
         ("\\left( 1, 2 \\right)", "(1,2)"),
         ("", None),
         ("   ", None),

@@ -75,28 +75,33 @@ def extract_answer(text: str) -> Parsed:
     return Parsed(None, "no answer found")
 
 
+_UNIT_NOISE = re.compile(r"\\?\$|\\?%|\^\{?\\circ\}?|\u00b0")
+_NUMBER_WITH_WORDS = re.compile(r"(-?[\d,]*\.?\d+)(?:\s+[A-Za-z][A-Za-z ]*)?")
+
+
 def normalize_answer(answer: str | None) -> str | None:
-    """Canonical form of an answer for voting: numbers compared by value, LaTeX noise removed.
+    r"""Canonical form of an answer for voting: numbers compared by value, LaTeX and unit noise
+    removed (``72``, ``72 clips``, ``\$72``, ``72\%`` and ``72.0`` are one answer).
 
     Example:
         >>> normalize_answer("$1,000.0$")
         '1000'
-        >>> normalize_answer("\\\\text{ 18 dollars}")
-        '18dollars'
+        >>> [normalize_answer(a) for a in ("\\text{ 18 dollars}", "\\$72", "72 clips", "3x")]
+        ['18', '72', '72', '3x']
     """
     if answer is None:
         return None
     text = answer.strip().strip("$").strip()
-    text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\(?:text|mathrm|textbf|mbox)\{([^{}]*)\}", r" \1 ", text)
     text = text.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
     text = text.replace("\\!", "").replace("\\,", "").replace("\\left", "").replace("\\right", "")
-    text = re.sub(r"^[a-zA-Z]\s*=\s*", "", text)
-    text = re.sub(r"\s+", "", text).rstrip(".")
-    numeric = text.replace(",", "") if re.fullmatch(r"-?[\d,]*\.?\d+", text) else None
-    if numeric is not None:
-        value = float(numeric)
+    text = _UNIT_NOISE.sub("", text)
+    text = re.sub(r"^[a-zA-Z]\s*=\s*", "", text.strip()).strip().rstrip(".")
+    number = _NUMBER_WITH_WORDS.fullmatch(text)
+    if number is not None:
+        value = float(number.group(1).replace(",", ""))
         return str(int(value)) if value.is_integer() else repr(value)
-    return text or None
+    return re.sub(r"\s+", "", text) or None
 
 
 def parse_verification(text: str) -> Parsed:

@@ -22,8 +22,9 @@ def merge_into_bank(
 
     A proposal is a dict with ``text``, ``iteration``, ``source_index`` (and ``kind`` for
     experiences). A near-duplicate (Jaccard >= ``threshold``) of an item already in the bank
-    raises that item's ``hits``. When the bank is over ``cap`` the least reinforced, oldest
-    items are dropped. Returns the new bank and how many new items entered it.
+    raises that item's ``hits``. When the bank is over ``cap``, new items stay (a full bank
+    must keep learning) and the least reinforced, oldest old items are dropped. Returns the
+    new bank and how many new items entered it.
 
     Example:
         >>> bank, added = merge_into_bank([], [
@@ -54,11 +55,24 @@ def merge_into_bank(
             item["kind"] = proposal["kind"]
         merged.append(item)
         added += 1
-    if len(merged) > cap:
-        keep = sorted(merged, key=lambda it: (it["hits"], it["iteration"]), reverse=True)[:cap]
-        kept_ids = {it["id"] for it in keep}
-        merged = [it for it in merged if it["id"] in kept_ids]
-    return merged, sum(1 for it in merged if it["id"] not in {b["id"] for b in bank})
+    old_ids = {b["id"] for b in bank}
+    kept = _cap(merged, cap, old_ids)
+    return kept, sum(1 for it in kept if it["id"] not in old_ids)
+
+
+def _cap(items: list[Any], cap: int, old_ids: set[str]) -> list[Any]:
+    """Keep at most ``cap`` items: new ones first (a full bank must still learn), then the
+    most reinforced, most recent old ones; declaration order is preserved."""
+    if len(items) <= cap:
+        return items
+    new = [it for it in items if it["id"] not in old_ids][:cap]
+    old = sorted(
+        (it for it in items if it["id"] in old_ids),
+        key=lambda it: (it["hits"], it["iteration"]),
+        reverse=True,
+    )[: cap - len(new)]
+    kept = {it["id"] for it in new + old}
+    return [it for it in items if it["id"] in kept]
 
 
 def relevant_experiences(bank: list[Experience], context: str, limit: int) -> list[Experience]:

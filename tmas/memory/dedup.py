@@ -30,14 +30,41 @@ def jaccard(a: str, b: str) -> float:
     return len(sa & sb) / len(sa | sb)
 
 
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def numbers_of(text: str) -> frozenset[str]:
+    """The numbers a text states.
+
+    Example:
+        >>> sorted(numbers_of("48 in April, 24 in May"))
+        ['24', '48']
+    """
+    return frozenset(_NUMBER.findall(text))
+
+
+def is_near_duplicate(a: str, b: str, threshold: float) -> bool:
+    """Same claim: Jaccard similarity at least ``threshold`` and the very same numbers.
+
+    Texts that differ only in their numbers state different (often contradicting) facts.
+
+    Example:
+        >>> is_near_duplicate("so the total is 72", "so the total is 144", 0.5)
+        False
+        >>> is_near_duplicate("so the total is 72", "the total is 72", 0.5)
+        True
+    """
+    return numbers_of(a) == numbers_of(b) and jaccard(a, b) >= threshold
+
+
 def find_duplicate(text: str, existing: list[str], threshold: float) -> int | None:
-    """Index of the first item of ``existing`` at least ``threshold`` similar to ``text``.
+    """Index of the first item of ``existing`` that is a near duplicate of ``text``.
 
     Example:
         >>> find_duplicate("total is 18", ["a b c", "the total is 18"], 0.7)
         1
     """
     for i, other in enumerate(existing):
-        if jaccard(text, other) >= threshold:
+        if is_near_duplicate(text, other, threshold):
             return i
     return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from tmas.config import TMASConfig
@@ -15,25 +16,35 @@ NEUTRAL_SCORE = 0.5
 MIN_WEIGHT = 1e-3
 
 
+def tally(weighted_answers: Iterable[tuple[str | None, float]]) -> dict[str, float]:
+    """Sum weights per distinct answer (grouped by normalized form, keyed by first spelling).
+
+    Example:
+        >>> tally([("18", 1.0), ("18.0", 0.5), ("7", 1.0), (None, 1.0)])
+        {'18': 1.5, '7': 1.0}
+    """
+    totals: dict[str, float] = defaultdict(float)
+    spelling: dict[str, str] = {}
+    for answer, weight in weighted_answers:
+        key = normalize_answer(answer)
+        if key is None:
+            continue
+        spelling.setdefault(key, answer.strip())  # type: ignore[union-attr]
+        totals[key] += weight
+    return {spelling[k]: round(v, 6) for k, v in totals.items()}
+
+
 def weighted_vote(answers: list[str | None], scores: list[float | None]) -> dict[str, float]:
     """Sum of verification scores per distinct answer (unscored candidates weigh 0.5).
-
-    Answers are grouped by their normalized form; the key is the first spelling seen.
 
     Example:
         >>> weighted_vote(["18", "18.0", "17", None], [0.9, 0.5, 1.0, 1.0])
         {'18': 1.4, '17': 1.0}
     """
-    totals: dict[str, float] = defaultdict(float)
-    spelling: dict[str, str] = {}
-    for answer, score in zip(answers, scores, strict=True):
-        key = normalize_answer(answer)
-        if key is None:
-            continue
-        spelling.setdefault(key, answer.strip())  # type: ignore[union-attr]
-        weight = NEUTRAL_SCORE if score is None else score
-        totals[key] += max(weight, MIN_WEIGHT)
-    return {spelling[k]: round(v, 6) for k, v in totals.items()}
+    return tally(
+        (answer, max(NEUTRAL_SCORE if score is None else score, MIN_WEIGHT))
+        for answer, score in zip(answers, scores, strict=True)
+    )
 
 
 def winner(vote: dict[str, float]) -> str | None:
@@ -53,14 +64,7 @@ def combine_votes(records: list[IterationRecord]) -> dict[str, float]:
         >>> combine_votes([{"vote": {"18": 1.0}}, {"vote": {"18.0": 0.5, "7": 1.0}}])
         {'18': 1.5, '7': 1.0}
     """
-    totals: dict[str, float] = defaultdict(float)
-    spelling: dict[str, str] = {}
-    for record in records:
-        for answer, weight in record["vote"].items():
-            key = normalize_answer(answer) or answer
-            spelling.setdefault(key, answer)
-            totals[key] += weight
-    return {spelling[k]: round(v, 6) for k, v in totals.items()}
+    return tally(pair for record in records for pair in record["vote"].items())
 
 
 def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
