@@ -152,13 +152,17 @@ def test_parse_bullets_styles_and_limits() -> None:
     assert long.value == ["x" * 50]
 
 
-def test_parse_bullets_without_bullets_uses_long_plain_lines() -> None:
+def test_parse_bullets_without_bullets_gives_nothing() -> None:
     parsed = parse_bullets("a plain line that is long enough\nshort\n\n")
-    assert parsed.value == ["a plain line that is long enough"]
+    assert parsed.value == []
     assert parsed.problem == "no bullet list"
 
 
-@pytest.mark.parametrize("text", ["", "   \n\n", "ok\nno"])
+def test_parse_bullets_drops_headings() -> None:
+    assert parse_bullets("- Verification summary:\n- Verified: x = 3").value == ["Verified: x = 3"]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\n"])
 def test_parse_bullets_empty(text: str) -> None:
     parsed = parse_bullets(text)
     assert parsed.value == []
@@ -169,9 +173,9 @@ def test_parse_strategy() -> None:
     assert parse_strategy("Strategy: work backwards").value == "work backwards"
     assert parse_strategy("Thinking...\nSTRATEGY = casework").value == "casework"
     assert parse_strategy("Strategy: " + "y" * 500, max_chars=20).value == "y" * 20
-    fallback = parse_strategy("  \nFirst line here\nsecond")
-    assert fallback.value == "First line here"
-    assert fallback.problem == "no 'Strategy:' line"
+    unlabelled = parse_strategy("  \nFirst line here\nsecond")
+    assert unlabelled.value is None
+    assert unlabelled.problem == "no 'Strategy:' line"
     empty = parse_strategy("")
     assert empty.value is None
     assert empty.problem is not None
@@ -274,10 +278,8 @@ def test_garbage_from_the_model_is_recorded_in_parse_issues() -> None:
     assert len(by_role["verifier"]) == 2 * n * m
     assert {i["problem"] for i in by_role["verifier"]} == {"no score; no verdict"}
     assert len(by_role["guideline"]) == 2 * n
-    # The unlabelled strategy line is still used, so exploration has something to avoid.
-    assert [g["text"] for g in state["guideline_bank"]] == [
-        "I just tried stuff until something worked"
-    ]
+    # An unlabelled line is not a strategy: the bank stays clean.
+    assert state["guideline_bank"] == []
 
 
 def test_plain_text_fallback_keeps_the_number_of_a_phrase() -> None:

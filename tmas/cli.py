@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,13 +11,22 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.table import Table
 
 from tmas.checkpoint import StorageError, connect, default_db_path
-from tmas.config import ConfigError, RoleModel, load_config
-from tmas.llm.backend import BackendSpec
+from tmas.cli_input import (
+    build_backend,
+    build_config,
+    load_topology,
+    read_problem,
+    role_settings,
+)
+from tmas.config import ConfigError
+from tmas.graphs.bundled import bundled_names, load_bundled
+from tmas.graphs.spec import SpecError
 from tmas.llm.model_files import ModelFileError
 from tmas.report import iteration_table, runs_table
-from tmas.runner import RunManager, RunOutcome, saved_state
+from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -26,7 +36,8 @@ err = Console(stderr=True)
 DbOption = Annotated[
     Path | None, typer.Option("--db", help="run database (default $TMAS_HOME/runs.sqlite)")
 ]
-MAX_PROBLEM_CHARS = 100_000
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -35,62 +46,21 @@ def fail(message: str, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
-def open_manager(db: Path | None) -> RunManager:
+def open_manager(db: Path | None, *, create: bool = True) -> RunManager:
+    """The run manager on ``db``; commands that only read refuse a database that is missing."""
+    path = db or default_db_path()
+    if not create and not path.exists():
+        fail(f"no run database at {path}")
     try:
-        return RunManager(connect(db or default_db_path()))
+        return RunManager(connect(path))
     except StorageError as exc:
         fail(str(exc))
         raise  # unreachable
 
 
-def parse_role_options(values: list[str], field: str) -> dict[str, dict[str, Any]]:
-    """``role=value`` pairs into per-role settings.
-
-    Example:
-        >>> parse_role_options(["verifier=m2"], "model")
-        {'verifier': {'model': 'm2'}}
-    """
-    parsed: dict[str, dict[str, Any]] = {}
-    for item in values:
-        role, sep, value = item.partition("=")
-        if not sep or not value:
-            raise ConfigError(f"expected ROLE=VALUE, got {item!r}")
-        parsed.setdefault(role.strip(), {})[field] = value.strip()
-    return parsed
-
-
-def parse_settings(items: list[str]) -> dict[str, str]:
-    """``KEY=VALUE`` pairs (values are checked and converted by the config model).
-
-    Example:
-        >>> parse_settings(["epsilon=0.5"])
-        {'epsilon': '0.5'}
-    """
-    settings: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"expected KEY=VALUE, got {item!r}")
-        settings[key.strip()] = value.strip()
-    return settings
-
-
-def read_problem(problem: str) -> str:
-    text = sys.stdin.read() if problem == "-" else problem
-    if not text.strip():
-        raise ConfigError("the problem is empty")
-    if len(text) > MAX_PROBLEM_CHARS:
-        raise ConfigError(
-            f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
-        )
-    return text.strip()
-
-
 def finish(outcome: RunOutcome, as_json: bool) -> None:
     state = outcome.state
     if as_json:
-        import json
-
         keys = ("final_answer", "stop_reason", "history", "usage")
         out.print_json(json.dumps({"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}))
         return
@@ -104,9 +74,14 @@ def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
     try:
         return action()
     except KeyboardInterrupt:
-        err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
+        if manager.registry.exists(run_id):
+            err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
+        else:
+            err.print("\ninterrupted before the run was saved")
         sys.stderr.flush()
         os._exit(130)
+    except RunBusyError as exc:
+        fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - report, keep the checkpoint, exit non-zero
         known = isinstance(exc, ModelFileError | ValueError | StorageError)
         message = str(exc) if known else f"{type(exc).__name__}: {exc}"
@@ -119,68 +94,59 @@ def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
 @app.command()
 def solve(
     problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
-    gold: Annotated[
-        str | None, typer.Option(help="gold answer: report Pass@1 per iteration")
-    ] = None,
-    n: Annotated[int, typer.Option("-n", "--candidates", help="N solutions per iteration")] = 4,
-    m: Annotated[int, typer.Option("-m", "--verifications", help="M checks per candidate")] = 2,
-    iterations: Annotated[int, typer.Option("-t", "--iterations")] = 3,
-    epsilon: float = 0.2,
-    seed: int = 0,
-    max_tokens: Annotated[int, typer.Option(help="solver answer length limit")] = 512,
-    temperature: float = 0.7,
+    gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
+    graph: Annotated[str, typer.Option(help="bundled topology name or spec file")] = "tmas",
+    plugin: Annotated[list[str], typer.Option(help="module registering node types")] = [],  # noqa: B006
+    n: Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")] = None,
+    m: Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")] = None,
+    iterations: Annotated[int | None, typer.Option("-t", "--iterations")] = None,
+    epsilon: float | None = None,
+    seed: int | None = None,
+    max_tokens: Annotated[int | None, typer.Option(help="solver answer length limit")] = None,
+    temperature: float | None = None,
     backend: Annotated[str, typer.Option(help="llamacpp | openai | vllm")] = "llamacpp",
     model: Annotated[
-        str | None,
-        typer.Option(help="GGUF path, qwen or smollm2 (llamacpp); model name (openai, vllm)"),
+        str | None, typer.Option(help="GGUF path, qwen or smollm2; or a served model name")
     ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. a vllm serve URL")
-    ] = None,
-    role_model: Annotated[list[str], typer.Option(help="ROLE=MODEL override (repeatable)")] = [],  # noqa: B006
-    role_base_url: Annotated[list[str], typer.Option(help="ROLE=URL override (repeatable)")] = [],  # noqa: B006
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
+    role_model: Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")] = [],  # noqa: B006
+    role_base_url: Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")] = [],  # noqa: B006
     n_ctx: Annotated[int, typer.Option(help="context window of the embedded model")] = 4096,
     threads: Annotated[int | None, typer.Option(help="CPU threads of the embedded model")] = None,
-    max_concurrency: Annotated[int, typer.Option(help="parallel LLM calls at most")] = 16,
+    max_concurrency: ConcurrencyOption = 16,
     set_values: Annotated[
         list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
     ] = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    as_json: JsonOption = False,
 ) -> None:
-    """Run the TMAS loop on one problem and print the selected answer."""
-    if base_url and backend == "llamacpp":
-        backend = "openai"
+    """Run a reasoning topology (TMAS by default) on one problem and print the answer."""
     try:
         text = read_problem(problem)
-        roles = parse_role_options(role_model, "model")
-        for role, values in parse_role_options(role_base_url, "base_url").items():
-            roles.setdefault(role, {}).update(values)
-        values: dict[str, Any] = dict(
-            n_candidates=n,
-            n_verifications=m,
-            max_iterations=iterations,
-            epsilon=epsilon,
-            seed=seed,
-            solver_max_tokens=max_tokens,
-            temperature=temperature,
-            roles={role: RoleModel(**settings) for role, settings in roles.items()},
-        )
-        values.update(parse_settings(set_values))
-        config = load_config(**values)
-        spec = BackendSpec(
+        topology = load_topology(graph, plugin)
+        given = {
+            "n_candidates": n,
+            "n_verifications": m,
+            "max_iterations": iterations,
+            "epsilon": epsilon,
+            "seed": seed,
+            "solver_max_tokens": max_tokens,
+            "temperature": temperature,
+        }
+        config = build_config(topology, given, set_values, role_settings(role_model, role_base_url))
+        spec = build_backend(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads
         )
-    except (ConfigError, ValueError) as exc:
+    except (ConfigError, SpecError, ModelFileError, ValueError) as exc:
         fail(str(exc))
         return
     manager = open_manager(db)
     run_id = run_id or new_run_id()
     if manager.registry.exists(run_id):
         fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
-    err.print(f"run {run_id} ({spec.describe()})", markup=False)
+    err.print(f"run {run_id} ({topology.name}, {spec.describe()})", markup=False)
     outcome = drive(
         lambda: manager.start(
             run_id,
@@ -188,6 +154,8 @@ def solve(
             gold_answer=gold,
             config=config,
             backend=spec,
+            spec=topology,
+            plugins=plugin,
             show_progress=not quiet,
             max_concurrency=max_concurrency,
         ),
@@ -201,12 +169,12 @@ def solve(
 def resume(
     run_id: str,
     db: DbOption = None,
-    max_concurrency: Annotated[int, typer.Option(help="parallel LLM calls at most")] = 16,
+    max_concurrency: ConcurrencyOption = 16,
     quiet: bool = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Continue an interrupted run from its last checkpoint, repeating no finished call."""
-    manager = open_manager(db)
+    manager = open_manager(db, create=False)
     try:
         manager.registry.get(run_id)
     except UnknownRunError as exc:
@@ -222,7 +190,7 @@ def resume(
 @app.command()
 def runs(db: DbOption = None) -> None:
     """List saved runs: id, status, iterations done, answer, problem."""
-    manager = open_manager(db)
+    manager = open_manager(db, create=False)
     rows = []
     for record in manager.registry.all():
         state = saved_state(manager.conn, record.run_id)
@@ -231,11 +199,9 @@ def runs(db: DbOption = None) -> None:
 
 
 @app.command()
-def show(
-    run_id: str, db: DbOption = None, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
+def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Print a run's per-iteration table and its final answer."""
-    manager = open_manager(db)
+    manager = open_manager(db, create=False)
     try:
         record = manager.registry.get(run_id)
     except UnknownRunError as exc:
@@ -243,8 +209,19 @@ def show(
         return
     state = saved_state(manager.conn, run_id)
     out.print(f"problem: {escape(record.problem[:500])}")
-    out.print(f"status: {manager.status_of(record, state)}")
+    out.print(f"topology: {record.graph}   status: {manager.status_of(record, state)}")
     finish(RunOutcome(run_id, state), as_json)
+
+
+@app.command()
+def graphs() -> None:
+    """List the bundled topologies (run one with: tmas solve --graph NAME)."""
+    table = Table(title="Bundled topologies")
+    table.add_column("name", no_wrap=True)
+    table.add_column("description")
+    for name in bundled_names():
+        table.add_row(name, load_bundled(name).description)
+    out.print(table)
 
 
 if __name__ == "__main__":

@@ -87,6 +87,21 @@ class TMASConfig(BaseModel):
         return getattr(self, f"{role}_max_tokens")
 
 
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line naming each rejected field.
+
+    Example:
+        >>> try:
+        ...     RoleModel(temperature=9)
+        ... except ValidationError as exc:
+        ...     print(describe_validation_error(exc))
+        temperature: Input should be less than or equal to 2
+    """
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()
+    )
+
+
 def load_config(**values: object) -> TMASConfig:
     """Build a config, turning pydantic's errors into one readable ConfigError.
 
@@ -99,8 +114,4 @@ def load_config(**values: object) -> TMASConfig:
     try:
         return TMASConfig(**values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"invalid configuration: {problems}") from None
+        raise ConfigError(f"invalid configuration: {describe_validation_error(exc)}") from None

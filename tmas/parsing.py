@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 
 _FALLBACK_ANSWER = re.compile(
-    r"(?:final answer|the answer is|answer:)\s*[:=]?\s*\$?([^\n$]{1,60}?)\$?\s*(?:\.|$)",
+    r"(?:final answer(?: is)?|the answer is|answer:)\s*[:=]?\s*\$?([^\n$]{1,60}?)\$?\s*(?:\.|$)",
     re.IGNORECASE | re.MULTILINE,
 )
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
@@ -58,6 +58,8 @@ def extract_answer(text: str) -> Parsed:
         'no \\\\boxed{} answer; used a plain-text answer'
         >>> extract_answer("The final answer to the problem was 21.").value
         '21'
+        >>> extract_answer("So the final answer is $72$.").value
+        '72'
     """
     boxed = [b for b in _boxed_contents(text or "") if b]
     if boxed:
@@ -137,7 +139,8 @@ def parse_verification(text: str) -> Parsed:
 
 
 def parse_bullets(text: str, max_items: int = 8, max_chars: int = 300) -> Parsed:
-    """Read a bullet or numbered list into short items; plain lines are used when no bullets.
+    """Read a bullet or numbered list into short items (headings ending in ':' dropped); text
+    without a list gives no items.
 
     Example:
         >>> parse_bullets("- a is 3\\n- b is 4").value
@@ -145,16 +148,15 @@ def parse_bullets(text: str, max_items: int = 8, max_chars: int = 300) -> Parsed
     """
     lines = [ln for ln in (text or "").splitlines() if ln.strip()]
     items = [m.group(1) for ln in lines if (m := _BULLET.match(ln))]
-    problem = None
-    if not items:
-        items = [ln.strip() for ln in lines if len(ln.strip()) > 8]
-        problem = "no bullet list" if items else "empty output"
+    items = [item for item in items if not item.rstrip().endswith(":")]
+    problem = None if items else ("no bullet list" if lines else "empty output")
     cleaned = [item[:max_chars].strip() for item in items if item.strip()]
     return Parsed(cleaned[:max_items], problem)
 
 
 def parse_strategy(text: str, max_chars: int = 200) -> Parsed:
-    """Read the one-line "Strategy: ..." a guideline agent writes (else its first line).
+    """Read the one-line "Strategy: ..." a guideline agent writes (None without one: a bank
+    must not fill with whatever a small model said first).
 
     Example:
         >>> parse_strategy("Strategy: work backwards from the total").value
@@ -163,5 +165,4 @@ def parse_strategy(text: str, max_chars: int = 200) -> Parsed:
     match = _STRATEGY.search(text or "")
     if match:
         return Parsed(match.group(1).strip()[:max_chars])
-    first = next((ln.strip() for ln in (text or "").splitlines() if ln.strip()), "")
-    return Parsed(first[:max_chars] or None, "no 'Strategy:' line")
+    return Parsed(None, "no 'Strategy:' line")

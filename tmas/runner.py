@@ -10,13 +10,20 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.checkpoint import open_checkpointer
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import compile_spec, estimate_calls
+from tmas.graphs.registry import load_plugin
+from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.progress import ProgressDisplay, ProgressTracker
 from tmas.runs import RunRecord, RunRegistry
 
 DEFAULT_MAX_CONCURRENCY = 16
+
+
+class RunBusyError(RuntimeError):
+    """The run is being driven by another live process."""
 
 
 @dataclass
@@ -47,7 +54,7 @@ def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
     return {
         "configurable": {"thread_id": run_id},
         "max_concurrency": widest + 16,
-        "recursion_limit": 10_000,
+        "recursion_limit": 50 * config.max_iterations + 100,
     }
 
 
@@ -74,15 +81,23 @@ class RunManager:
         self,
         run_config: dict[str, Any],
         backend: dict[str, Any],
+        topology: dict[str, Any] | None,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
-    ) -> tuple[CompiledStateGraph, TMASConfig]:
+    ) -> tuple[CompiledStateGraph, TMASConfig, GraphSpec]:
         """Build the compiled graph of a run, with at most ``max_concurrency`` LLM calls in
-        flight. Fails (before anything is saved) when the backend settings cannot work."""
+        flight. Fails (before anything is saved) when the backend settings cannot work.
+
+        ``topology`` is ``{"spec": ..., "plugins": [...]}`` (None: the bundled TMAS spec)."""
+        topology = topology or {"spec": load_bundled("tmas").model_dump(by_alias=True)}
+        for module in topology.get("plugins", []):
+            load_plugin(module)
+        spec = parse_spec(topology["spec"])
         config = TMASConfig(**run_config)
         router: ModelRouter = self.router_factory(backend, config)
         router = router.limited_to(max_concurrency)
         checkpointer = open_checkpointer(self.conn)
-        return build_tmas_graph(config, llm=router, checkpointer=checkpointer), config
+        graph = compile_spec(spec, config, router, checkpointer=checkpointer)
+        return graph, config, spec
 
     def start(
         self,
@@ -92,22 +107,27 @@ class RunManager:
         gold_answer: str | None,
         config: TMASConfig,
         backend: BackendSpec,
+        spec: GraphSpec | None = None,
+        plugins: list[str] | None = None,
         show_progress: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad)."""
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
-        graph, _ = self.graph_for(run_config, backend_values, max_concurrency)
+        spec = spec or load_bundled("tmas")
+        topology = {"spec": spec.model_dump(by_alias=True), "plugins": list(plugins or [])}
+        graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
         self.registry.create(
             run_id,
             problem=problem,
             gold_answer=gold_answer,
-            graph="tmas",
+            graph=spec.name,
             config=run_config,
             backend=backend_values,
+            topology=topology,
         )
-        return self._drive(self.registry.get(run_id), graph, config, show_progress)
+        return self._drive(self.registry.get(run_id), graph, config, spec, show_progress)
 
     def resume(
         self,
@@ -121,15 +141,23 @@ class RunManager:
         state = saved_state(self.conn, run_id)
         if state.get("stop_reason"):
             return RunOutcome(run_id, state)
-        graph, config = self.graph_for(record.config, record.backend, max_concurrency)
+        if record.status == "running" and record.process_alive():
+            raise RunBusyError(
+                f"run {run_id} is still running in process {record.pid}; "
+                "stop that process first (or wait for it)"
+            )
+        graph, config, spec = self.graph_for(
+            record.config, record.backend, record.topology, max_concurrency
+        )
         self.registry.set_status(run_id, "running")
-        return self._drive(record, graph, config, show_progress)
+        return self._drive(record, graph, config, spec, show_progress)
 
     def _drive(
         self,
         record: RunRecord,
         graph: CompiledStateGraph,
         config: TMASConfig,
+        spec: GraphSpec,
         show_progress: bool,
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
@@ -142,7 +170,7 @@ class RunManager:
                 "config": record.config,
             }
         tracker = ProgressTracker(
-            config.calls_per_iteration() * config.max_iterations, config.max_iterations, state
+            estimate_calls(spec, config) * config.max_iterations, config.max_iterations, state
         )
         try:
             with ProgressDisplay(tracker, enabled=show_progress) as display:

@@ -28,9 +28,25 @@ create table if not exists tmas_runs (
     parent_run_id text,
     status text not null,
     error text,
-    pid integer
+    pid integer,
+    topology_json text
 )
 """
+_COLUMNS = (
+    "run_id",
+    "created_at",
+    "problem",
+    "gold_answer",
+    "graph",
+    "config_json",
+    "backend_json",
+    "parent_run_id",
+    "status",
+    "error",
+    "pid",
+    "topology_json",
+)
+_ADDED_COLUMNS = {"topology_json": "text"}  # columns newer than the first schema
 
 
 class UnknownRunError(LookupError):
@@ -52,6 +68,7 @@ class RunRecord:
     status: str
     error: str | None
     pid: int | None
+    topology: dict[str, Any] | None = None
 
     def process_alive(self) -> bool:
         """True when the process that last ran this run still exists."""
@@ -91,6 +108,10 @@ class RunRegistry:
         try:
             with self.conn:
                 self.conn.execute(_SCHEMA)
+                present = {row[1] for row in self.conn.execute("pragma table_info(tmas_runs)")}
+                for column, kind in _ADDED_COLUMNS.items():
+                    if column not in present:
+                        self.conn.execute(f"alter table tmas_runs add column {column} {kind}")
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot use run database: {exc}") from None
 
@@ -104,12 +125,14 @@ class RunRegistry:
         config: dict[str, Any],
         backend: dict[str, Any],
         parent_run_id: str | None = None,
+        topology: dict[str, Any] | None = None,
     ) -> None:
         """Register a new run as running in this process."""
         try:
             with self.conn:
                 self.conn.execute(
-                    "insert into tmas_runs values (?,?,?,?,?,?,?,?,?,?,?)",
+                    f"insert into tmas_runs ({', '.join(_COLUMNS)}) "
+                    f"values ({', '.join('?' * len(_COLUMNS))})",
                     (
                         run_id,
                         time.time(),
@@ -122,6 +145,7 @@ class RunRegistry:
                         "running",
                         None,
                         os.getpid(),
+                        json.dumps(topology) if topology is not None else None,
                     ),
                 )
         except sqlite3.IntegrityError:
@@ -137,7 +161,9 @@ class RunRegistry:
 
     def get(self, run_id: str) -> RunRecord:
         """The row of ``run_id``; UnknownRunError when there is none."""
-        row = self.conn.execute("select * from tmas_runs where run_id=?", (run_id,)).fetchone()
+        row = self.conn.execute(
+            f"select {', '.join(_COLUMNS)} from tmas_runs where run_id=?", (run_id,)
+        ).fetchone()
         if row is None:
             raise UnknownRunError(f"no run with id {run_id!r}; `tmas runs` lists the runs")
         return _record(row)
@@ -149,7 +175,9 @@ class RunRegistry:
 
     def all(self) -> list[RunRecord]:
         """Every run, newest first."""
-        rows = self.conn.execute("select * from tmas_runs order by created_at desc").fetchall()
+        rows = self.conn.execute(
+            f"select {', '.join(_COLUMNS)} from tmas_runs order by created_at desc"
+        ).fetchall()
         return [_record(row) for row in rows]
 
 
@@ -166,4 +194,5 @@ def _record(row: tuple) -> RunRecord:
         status=row[8],
         error=row[9],
         pid=row[10],
+        topology=json.loads(row[11]) if row[11] else None,
     )

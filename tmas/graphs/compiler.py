@@ -108,3 +108,26 @@ def compile_spec(
     for edge in spec.edges:
         _add_edge(graph, edge, config)
     return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)
+
+
+def estimate_calls(spec: GraphSpec, config: TMASConfig) -> int:
+    """LLM calls one iteration of ``spec`` makes at ``config``'s sizes (for progress display).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> estimate_calls(load_bundled("tmas"), TMASConfig(n_candidates=4, n_verifications=2))
+        24
+    """
+    n, m = config.n_candidates, config.n_verifications
+    sizes = {"verification_tasks": n * m}
+    node_types = {node.id: node.type for node in spec.nodes}
+    total = 0
+    for edge in spec.edges:
+        if edge.fanout is None:
+            continue
+        if edge.fanout.tasks is not None:
+            size = sizes.get(edge.fanout.tasks, n)
+        else:
+            size = edge.fanout.copies or n
+        total += size * sum(1 for t in edge.targets if node_types.get(t) in LLM_NODE_TYPES)
+    return total

@@ -6,7 +6,7 @@ import importlib.util
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
@@ -34,6 +34,25 @@ class BackendSpec(BaseModel):
     n_ctx: int = Field(default=4096, ge=512)
     n_threads: int | None = Field(default=None, ge=1)
     timeout_s: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _url_fits_kind(self) -> BackendSpec:
+        if self.base_url and self.kind != "openai":
+            raise ValueError(f"--base-url needs the openai backend, not {self.kind}")
+        return self
+
+    def resolved(self) -> BackendSpec:
+        """The same backend with the default local model named, so a saved run keeps its model.
+
+        Example:
+            >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").resolved().model
+            'm'
+        """
+        if self.kind != "llamacpp" or self.model not in (None, "default"):
+            return self
+        from tmas.llm.model_files import qwen_available
+
+        return self.model_copy(update={"model": "qwen" if qwen_available() else "smollm2"})
 
     def describe(self) -> str:
         """One line for humans.

@@ -27,6 +27,22 @@ def kind_of(fact: str) -> str:
     return "note"
 
 
+RELIABLE_SCORE = 0.5
+
+
+def trusted(kind: str, mean_score: float | None) -> bool:
+    """Whether a fact may enter the bank: a "verified" conclusion only from a rollout the
+    verifiers accepted (pitfalls and notes from any rollout).
+
+    Example:
+        >>> trusted("conclusion", 0.2), trusted("conclusion", 0.9), trusted("pitfall", 0.0)
+        (False, True, True)
+    """
+    if kind != "conclusion":
+        return True
+    return mean_score is not None and mean_score >= RELIABLE_SCORE
+
+
 class ExtractExperience:
     """Node: propose experience-bank entries from one rollout and its summary."""
 
@@ -53,6 +69,7 @@ class ExtractExperience:
                 "source_index": task["candidate_index"],
             }
             for fact in parsed.value  # type: ignore[union-attr]
+            if trusted(kind_of(fact), task.get("mean_score"))
         ]
         return {
             "experience_proposals": proposals,

@@ -127,6 +127,15 @@ def retire_rollouts(state: RunState, max_chars: int) -> list[dict[str, Any]]:
     return retired
 
 
+FRESH_RUN: dict[str, Any] = {
+    "experience_bank": [],
+    "guideline_bank": [],
+    "history": [],
+    "final_answer": None,
+    "stop_reason": None,
+}
+
+
 class StartIteration:
     """Node: advance the iteration counter, retire rollouts, clear per-iteration lists, plan.
 
@@ -151,8 +160,17 @@ class StartIteration:
         self.final_round_size = final_round_size
 
     def __call__(self, state: RunState) -> dict[str, Any]:
+        if state.get("stop_reason"):
+            # new input on a finished thread: a new run, nothing carried over
+            return {**self._fresh(state, 1, []), **FRESH_RUN}
         iteration = state.get("iteration", 0) + 1
-        previous = retire_rollouts(state, self.config.rollout_chars_in_prompt)
+        return self._fresh(
+            state, iteration, retire_rollouts(state, self.config.rollout_chars_in_prompt)
+        )
+
+    def _fresh(
+        self, state: RunState, iteration: int, previous: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         return {
             "iteration": iteration,
             "previous": previous,

@@ -10,7 +10,7 @@ from tmas.state import RunState
 
 
 def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
-    """One task per candidate: its rollout and its verification summary.
+    """One task per candidate: its rollout, its verification summary and mean score.
 
     Example:
         >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "text": "t"}],
@@ -18,14 +18,15 @@ def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]
         >>> reflection_tasks(state, TMASConfig())[0]["summary"]
         'fine'
     """
-    summaries = {s["candidate_index"]: s["text"] for s in state.get("summaries", [])}
+    summaries = {s["candidate_index"]: s for s in state.get("summaries", [])}
     return [
         {
             "problem": state["problem"],
             "iteration": state["iteration"],
             "candidate_index": c["index"],
             "solution": clip(c["text"], config.rollout_chars_in_prompt),
-            "summary": summaries.get(c["index"], ""),
+            "summary": summaries.get(c["index"], {}).get("text", ""),
+            "mean_score": summaries.get(c["index"], {}).get("mean_score"),
         }
         for c in sorted(state.get("candidates", []), key=lambda c: c["index"])
     ]

@@ -1,0 +1,104 @@
+"""Turning command-line input into a problem, a config, a backend and a topology."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from pydantic import ValidationError
+
+from tmas.config import ConfigError, RoleModel, TMASConfig, describe_validation_error, load_config
+from tmas.graphs.bundled import resolve_spec
+from tmas.graphs.registry import load_plugin
+from tmas.graphs.spec import GraphSpec
+from tmas.graphs.validate import validate_spec
+from tmas.llm.backend import BackendSpec
+
+MAX_PROBLEM_CHARS = 100_000
+
+
+def read_problem(problem: str) -> str:
+    """The problem text (``-`` reads stdin); empty or oversized problems are refused."""
+    text = sys.stdin.read() if problem == "-" else problem
+    if not text.strip():
+        raise ConfigError("the problem is empty")
+    if len(text) > MAX_PROBLEM_CHARS:
+        raise ConfigError(
+            f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
+        )
+    return text.strip()
+
+
+def parse_pairs(items: list[str], what: str = "KEY=VALUE") -> list[tuple[str, str]]:
+    """``KEY=VALUE`` strings as pairs.
+
+    Example:
+        >>> parse_pairs(["epsilon=0.5", "roles={}"])
+        [('epsilon', '0.5'), ('roles', '{}')]
+    """
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"expected {what}, got {item!r}")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: JSON when it parses (numbers, booleans, objects), else the string.
+
+    Example:
+        >>> parse_value("0.5"), parse_value('{"verifier": {"max_tokens": 64}}'), parse_value("all")
+        (0.5, {'verifier': {'max_tokens': 64}}, 'all')
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def role_settings(role_models: list[str], role_base_urls: list[str]) -> dict[str, RoleModel]:
+    """Per-role model overrides from ``ROLE=MODEL`` and ``ROLE=URL`` options."""
+    roles: dict[str, dict[str, str]] = {}
+    for role, model in parse_pairs(role_models, "ROLE=MODEL"):
+        roles.setdefault(role, {})["model"] = model
+    for role, url in parse_pairs(role_base_urls, "ROLE=URL"):
+        roles.setdefault(role, {})["base_url"] = url
+    try:
+        return {role: RoleModel(**values) for role, values in roles.items()}
+    except ValidationError as exc:
+        raise ConfigError(f"invalid role setting: {describe_validation_error(exc)}") from None
+
+
+def load_topology(graph: str, plugins: list[str]) -> GraphSpec:
+    """Import the plugins, then load and validate the topology (bundled name or file)."""
+    for module in plugins:
+        load_plugin(module)
+    return validate_spec(resolve_spec(graph), graph)
+
+
+def build_config(
+    topology: GraphSpec,
+    given: dict[str, Any],
+    settings: list[str],
+    roles: dict[str, RoleModel],
+) -> TMASConfig:
+    """Config from, in rising priority: defaults, the topology's config, options, ``--set``."""
+    values: dict[str, Any] = {**topology.config}
+    values.update({key: value for key, value in given.items() if value is not None})
+    if roles:
+        values["roles"] = roles
+    values.update({key: parse_value(value) for key, value in parse_pairs(settings)})
+    return load_config(**values)
+
+
+def build_backend(**values: Any) -> BackendSpec:
+    """The backend settings, with the default local model resolved to a name."""
+    if values.get("base_url") and values.get("kind") == "llamacpp":
+        values["kind"] = "openai"
+    try:
+        return BackendSpec(**values).resolved()
+    except ValidationError as exc:
+        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
