@@ -21,6 +21,7 @@ from tmas.graphs.registry import (
 )
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import validate_spec
+from tmas.llm.errors import is_transient
 from tmas.llm.router import ModelRouter
 from tmas.state import RunState
 
@@ -32,10 +33,12 @@ def _endpoint(name: str) -> str:
 def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
     if node.retry is not None:
         return RetryPolicy(
-            max_attempts=node.retry.max_attempts, initial_interval=node.retry.initial_interval
+            max_attempts=node.retry.max_attempts,
+            initial_interval=node.retry.initial_interval,
+            retry_on=is_transient,
         )
     if node.type in LLM_NODE_TYPES and config.max_retries:
-        return RetryPolicy(max_attempts=config.max_retries + 1)
+        return RetryPolicy(max_attempts=config.max_retries + 1, retry_on=is_transient)
     return None
 
 

@@ -12,6 +12,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import RetryPolicy, Send
 
 from tmas.config import TMASConfig
+from tmas.llm.errors import is_transient
 from tmas.llm.router import ModelRouter
 from tmas.nodes.bank_update import UpdateBanks
 from tmas.nodes.experience import ExtractExperience
@@ -58,7 +59,11 @@ def build_tmas_graph(
     router = (
         llm if isinstance(llm, ModelRouter) else ModelRouter.for_config(llm, role_models, config)
     )
-    retry = RetryPolicy(max_attempts=config.max_retries + 1) if config.max_retries else None
+    retry = (
+        RetryPolicy(max_attempts=config.max_retries + 1, retry_on=is_transient)
+        if config.max_retries
+        else None
+    )
 
     graph = StateGraph(RunState)
     graph.add_node("start_iteration", StartIteration(config))

@@ -1,0 +1,145 @@
+"""As a new user would: copy the bundled ``tmas`` spec, remove the guideline agent, and run it
+with ``tmas solve --graph my.yaml`` without touching package code."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner, Result
+
+from tmas.checkpoint import connect
+from tmas.cli import app
+from tmas.graphs.bundled import bundled_dir
+from tmas.graphs.spec import load_spec_file
+from tmas.graphs.validate import validate_spec
+from tmas.roles import ROLE_MARKERS, role_of_prompt
+from tmas.runs import RunRegistry
+from tmas.testing.fake_openai_server import FakeOpenAIServer
+
+PROBLEM = "What is 9 + 9?"
+GUIDELINE = "You are the guideline agent"
+
+
+def without_guideline(data: dict[str, Any]) -> dict[str, Any]:
+    """The spec with the guideline agent's node, its edge and its fan-out target removed."""
+    data = dict(data)
+    data["name"] = "my_tmas_without_guideline"
+    data["nodes"] = [n for n in data["nodes"] if n["type"] != "extract_guideline"]
+    edges = []
+    for edge in data["edges"]:
+        if edge["from"] == "extract_guideline":
+            continue
+        if isinstance(edge["to"], list):
+            edge = {**edge, "to": [t for t in edge["to"] if t != "extract_guideline"]}
+        edges.append(edge)
+    data["edges"] = edges
+    return data
+
+
+def make_user_spec(folder: Path) -> Path:
+    copy = folder / "tmas_copy.yaml"
+    shutil.copy(bundled_dir() / "tmas.yaml", copy)
+    data = yaml.safe_load(copy.read_text(encoding="utf-8"))
+    path = folder / "my.yaml"
+    path.write_text(yaml.safe_dump(without_guideline(data), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def invoke(home: Path, *args: str) -> Result:
+    return CliRunner().invoke(app, list(args), env={"TMAS_HOME": str(home)})
+
+
+def system_of(request: dict[str, Any]) -> str:
+    return "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "system")
+
+
+def test_the_edited_copy_is_a_valid_spec_without_the_guideline_agent(tmp_path: Path) -> None:
+    spec = validate_spec(load_spec_file(make_user_spec(tmp_path)))
+    assert "extract_guideline" not in spec.node_ids()
+    assert all("extract_guideline" not in e.targets for e in spec.edges)
+    assert all(e.source != "extract_guideline" for e in spec.edges)
+    reflection = [e for e in spec.edges if e.source == "summaries_ready"]
+    assert len(reflection) == 1 and reflection[0].targets == ["extract_experience"]
+
+
+def test_user_ablation_runs_from_the_cli_without_guideline_calls(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    spec_path = make_user_spec(tmp_path)
+    with FakeOpenAIServer() as server:
+        result = invoke(
+            home,
+            "solve",
+            PROBLEM,
+            "--graph",
+            str(spec_path),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "-m",
+            "1",
+            "-t",
+            "2",
+            "--run-id",
+            "ablation",
+            "--quiet",
+        )
+        requests = server.requests
+
+    assert result.exit_code == 0, result.output
+    systems = [system_of(r) for r in requests]
+    assert not any(GUIDELINE in s for s in systems)
+    assert not any(GUIDELINE in str(m["content"]) for r in requests for m in r["messages"])
+    per_role = Counter(role_of_prompt(s) for s in systems)
+    # per iteration: 2 solvers, 2 x 1 verifiers, 2 summaries, 2 experience extractions
+    assert per_role == Counter({"solver": 4, "verifier": 4, "summary": 4, "experience": 4})
+    for role in ("solver", "verifier", "summary", "experience"):
+        assert any(f"You are the {ROLE_MARKERS[role]}" in s for s in systems), role
+
+    conn = connect(home / "runs.sqlite")
+    try:
+        record = RunRegistry(conn).get("ablation")
+    finally:
+        conn.close()
+    assert record.graph == "my_tmas_without_guideline"
+    assert record.topology is not None
+    stored_types = {n["type"] for n in record.topology["spec"]["nodes"]}
+    assert "extract_guideline" not in stored_types and "extract_experience" in stored_types
+
+    shown = invoke(home, "show", "ablation", "--json")
+    assert shown.exit_code == 0, shown.output
+    assert '"stop_reason": "max_iterations"' in shown.stdout
+    assert '"guideline"' not in shown.stdout  # no guideline usage was recorded
+
+
+def test_bundled_tmas_does_send_guideline_prompts(tmp_path: Path) -> None:
+    """The control: the same command on the unedited spec asks the guideline agent."""
+    with FakeOpenAIServer() as server:
+        result = invoke(
+            tmp_path,
+            "solve",
+            PROBLEM,
+            "--graph",
+            "tmas",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "-m",
+            "1",
+            "-t",
+            "2",
+            "--quiet",
+        )
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    per_role = Counter(role_of_prompt(system_of(r)) for r in requests)
+    assert per_role["guideline"] == 4

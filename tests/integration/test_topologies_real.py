@@ -1,0 +1,67 @@
+"""Every bundled topology runs end to end on the embedded SmolLM2 model (tiny sizes), and
+resumes after being interrupted between two steps without repeating finished calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tmas.checkpoint import connect, open_checkpointer
+from tmas.config import TMASConfig
+from tmas.graphs.bundled import bundled_names, load_bundled
+from tmas.graphs.compiler import compile_spec
+from tmas.llm.backend import BackendSpec, make_router
+
+pytestmark = pytest.mark.slow
+
+TINY = {
+    "n_candidates": 2,
+    "n_verifications": 1,
+    "max_iterations": 2,
+    "solver_max_tokens": 32,
+    "verifier_max_tokens": 16,
+    "summary_max_tokens": 16,
+    "experience_max_tokens": 24,
+    "guideline_max_tokens": 16,
+    "max_retries": 0,
+}
+PROBLEM = {"problem": "Tom has 3 apples and buys 4 more. How many apples?", "gold_answer": "7"}
+
+
+@pytest.fixture(scope="module")
+def smollm2_router():
+    config = TMASConfig(**TINY)
+    return make_router(BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048), config)
+
+
+def _calls(state: dict) -> int:
+    return sum(usage["calls"] for usage in state["usage"].values())
+
+
+@pytest.mark.parametrize("name", bundled_names())
+def test_bundled_topology_runs_and_resumes_on_smollm2(
+    name: str, smollm2_router, tmp_path: Path
+) -> None:
+    spec = load_bundled(name)
+    config = TMASConfig(**{**TINY, **spec.config})
+    saver = open_checkpointer(connect(tmp_path / "runs.sqlite"))
+    graph = compile_spec(spec, config, smollm2_router, checkpointer=saver)
+
+    whole = graph.invoke(PROBLEM, {"configurable": {"thread_id": "whole"}})
+    assert whole["stop_reason"] == "max_iterations"
+    assert len(whole["history"]) == config.max_iterations
+    assert all(c["text"].strip() for c in whole["candidates"])
+    assert whole["history"][-1]["pass_at_1"] is not None
+
+    interrupted = {"configurable": {"thread_id": "interrupted"}}
+    for update in graph.stream(PROBLEM, interrupted, stream_mode="updates"):
+        if "solve" in update:  # stop once a solver finished, as a Ctrl-C would
+            break
+    partial = graph.get_state(interrupted).values
+    assert not partial.get("stop_reason") and not partial.get("history"), "should be unfinished"
+    resumed = graph.invoke(None, interrupted)
+    assert resumed["stop_reason"] == "max_iterations"
+    assert len(resumed["history"]) == config.max_iterations
+    # Usage is written with each finished call: a repeated call would be counted twice.
+    assert _calls(resumed) == _calls(whole)

@@ -1,0 +1,68 @@
+"""Mermaid diagrams of topology specs, drawn offline from the spec itself."""
+
+from __future__ import annotations
+
+from tmas.graphs.bundled import bundled_names, load_bundled
+from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec
+
+
+def _node_line(node_id: str, label: str, shape: str) -> str:
+    left, right = {"round": ("([", "])"), "box": ("[", "]"), "fan": ("[[", "]]")}[shape]
+    return f'    {node_id}{left}"{label}"{right}'
+
+
+def _fanout_label(edge: EdgeSpec) -> str:
+    assert edge.fanout is not None
+    if edge.fanout.tasks:
+        return f"fan-out: {edge.fanout.tasks}"
+    if edge.fanout.over:
+        return f"fan-out over {edge.fanout.over}"
+    return f"fan-out x{edge.fanout.copies}"
+
+
+def spec_to_mermaid(spec: GraphSpec) -> str:
+    """A Mermaid flowchart: fan-outs as dotted arrows into double-bordered nodes, loops as
+    labelled back arrows with their exit.
+
+    Example:
+        >>> print(spec_to_mermaid(load_bundled("majority_vote")).splitlines()[0])
+        flowchart TD
+    """
+    fanned = {t for e in spec.edges if e.fanout for t in e.targets}
+    lines = ["flowchart TD", _node_line(START, "START", "round"), _node_line(END, "END", "round")]
+    for node in spec.nodes:
+        label = node.id if node.id == node.type else f"{node.id}: {node.type}"
+        lines.append(_node_line(node.id, label, "fan" if node.id in fanned else "box"))
+    for edge in spec.edges:
+        if edge.until:
+            lines.append(f'    {edge.source} -- "loop until not {edge.until}" --> {edge.target}')
+            lines.append(f'    {edge.source} -- "{edge.until}" --> {edge.exit}')
+        elif edge.fanout:
+            for target in edge.targets:
+                lines.append(f'    {edge.source} -. "{_fanout_label(edge)}" .-> {target}')
+        else:
+            for target in edge.targets:
+                lines.append(f"    {edge.source} --> {target}")
+    return "\n".join(lines) + "\n"
+
+
+def topology_docs() -> str:
+    """The Markdown page listing every bundled topology with its diagram.
+
+    ``python -m tmas.graphs.diagram > docs/topologies.md`` regenerates it; a test keeps the
+    committed page in step with the bundled specs.
+    """
+    parts = [
+        "# Bundled topologies\n",
+        "Generated from `tmas/graphs/specs/` by `python -m tmas.graphs.diagram`. "
+        "Dotted arrows are fan-outs (one LangGraph `Send` per task) into double-bordered "
+        "nodes; a labelled back arrow is a loop with its stop condition.\n",
+    ]
+    for name in bundled_names():
+        spec = load_bundled(name)
+        parts.append(f"## {name}\n\n{spec.description}\n\n```mermaid\n{spec_to_mermaid(spec)}```\n")
+    return "\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(topology_docs(), end="")
