@@ -62,9 +62,15 @@ def register_node(name: str, *, calls_llm: bool = False) -> Callable[[NodeFactor
         >>> "doc_example_noop" in NODE_TYPES
         True
     """
-    if calls_llm:
-        LLM_NODE_TYPES.add(name)
-    return _register(NODE_TYPES, "node type", name)
+    register = _register(NODE_TYPES, "node type", name)
+
+    def decorate(factory: NodeFactory) -> NodeFactory:
+        register(factory)  # raises before anything changes when the name is taken
+        if calls_llm:
+            LLM_NODE_TYPES.add(name)
+        return factory
+
+    return decorate
 
 
 def register_tasks(name: str) -> Callable[[TaskBuilder], TaskBuilder]:

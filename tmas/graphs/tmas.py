@@ -49,9 +49,10 @@ def build_tmas_graph(
         checkpointer: where checkpoints go (needed for resume); None keeps none.
 
     Example:
-        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
+        >>> model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
         >>> graph = build_tmas_graph(TMASConfig(n_candidates=2, n_verifications=1,
-        ...                                     max_iterations=1), llm=ScriptedChatModel())
+        ...                                     max_iterations=1), llm=model)
         >>> graph.invoke({"problem": "What is 9 + 9?"})["final_answer"]
         '18'
     """

@@ -3,7 +3,7 @@
 SOLVER_SYSTEM = (
     "You are the solution agent of a team that solves hard math problems. "
     "Reason step by step, check your arithmetic, and end with the final answer written as "
-    "\\boxed{{answer}}."
+    "\\boxed{answer}."
 )
 
 SOLVER_INITIAL = "Problem:\n{problem}\n\nSolve the problem. Put the final answer in \\boxed{{}}."

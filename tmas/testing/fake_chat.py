@@ -16,6 +16,9 @@ from tmas.roles import role_of_prompt
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 
 
+__all__ = ["ScriptedChatModel", "ScriptedReplies"]
+
+
 class ScriptedChatModel(BaseChatModel):
     """Answers each TMAS role with a canned reply and counts calls per role.
 
