@@ -15,7 +15,6 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from tmas.roles import role_of_prompt
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 
-
 __all__ = ["ScriptedChatModel", "ScriptedReplies"]
 
 
