@@ -22,10 +22,30 @@ CALLS_PER_ITERATION = N + N * M + 3 * N
 
 def _solve_args(server: FakeOpenAIServer, db: Path, run_id: str) -> list[str]:
     return [
-        sys.executable, "-m", "tmas.cli", "solve", "What is 9 + 9?", "--gold", "18",
-        "--base-url", server.base_url, "--model", "scripted",
-        "-n", str(N), "-m", str(M), "-t", str(T),
-        "--max-concurrency", str(CONCURRENCY), "--run-id", run_id, "--db", str(db), "--quiet",
+        sys.executable,
+        "-m",
+        "tmas.cli",
+        "solve",
+        "What is 9 + 9?",
+        "--gold",
+        "18",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted",
+        "-n",
+        str(N),
+        "-m",
+        str(M),
+        "-t",
+        str(T),
+        "--max-concurrency",
+        str(CONCURRENCY),
+        "--run-id",
+        run_id,
+        "--db",
+        str(db),
+        "--quiet",
     ]
 
 
@@ -43,7 +63,10 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
     with FakeOpenAIServer(latency_s=0.02) as server:
         subprocess.run(
             _solve_args(server, tmp_path / "whole.sqlite", "whole"),
-            env=_env(tmp_path), check=True, capture_output=True, timeout=120,
+            env=_env(tmp_path),
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
         uninterrupted = server.request_count
     assert uninterrupted == CALLS_PER_ITERATION * T
@@ -58,8 +81,10 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
     db = tmp_path / "killed.sqlite"
     with FakeOpenAIServer(latency_s=0.02, on_complete=kill_client) as server:
         proc = subprocess.Popen(
-            _solve_args(server, db, "killed"), env=_env(tmp_path),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            _solve_args(server, db, "killed"),
+            env=_env(tmp_path),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == exit_code, stderr.decode()
@@ -70,9 +95,22 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
         assert state["iteration"] == 2 and not state.get("stop_reason")
 
         resumed = subprocess.run(
-            [sys.executable, "-m", "tmas.cli", "resume", "killed", "--db", str(db), "--quiet",
-             "--max-concurrency", str(CONCURRENCY)],
-            env=_env(tmp_path), capture_output=True, text=True, timeout=120,
+            [
+                sys.executable,
+                "-m",
+                "tmas.cli",
+                "resume",
+                "killed",
+                "--db",
+                str(db),
+                "--quiet",
+                "--max-concurrency",
+                str(CONCURRENCY),
+            ],
+            env=_env(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert resumed.returncode == 0, resumed.stderr
         total = server.request_count

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.sqlite import SqliteStore
 
 
 class StorageError(RuntimeError):
@@ -32,8 +33,9 @@ def strict_serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
-def connect(path: Path | str) -> sqlite3.Connection:
-    """Open (creating it if needed) the run database with WAL and a busy timeout.
+def connect(path: Path | str, *, autocommit: bool = False) -> sqlite3.Connection:
+    """Open (creating it if needed) the run database with WAL and a busy timeout
+    (``autocommit``: no implicit transactions, as LangGraph's SQLite store expects).
 
     Example:
         >>> import tempfile, os
@@ -45,6 +47,8 @@ def connect(path: Path | str) -> sqlite3.Connection:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
+        if autocommit:
+            conn.isolation_level = None
         conn.execute("pragma journal_mode=wal")
         conn.execute("pragma busy_timeout=30000")
         conn.execute("select count(*) from sqlite_master").fetchone()
@@ -61,3 +65,15 @@ def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
     except sqlite3.DatabaseError as exc:
         raise StorageError(f"cannot use run database: {exc}") from None
     return saver
+
+
+def open_store(conn: sqlite3.Connection) -> SqliteStore:
+    """A LangGraph store in the same database file (its own connection), for topologies whose
+    agents share memory while they run (DeLM's task queue and notes)."""
+    path = conn.execute("pragma database_list").fetchone()[2] or ":memory:"
+    store = SqliteStore(connect(path, autocommit=True) if path != ":memory:" else conn)
+    try:
+        store.setup()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"cannot use run database: {exc}") from None
+    return store

@@ -18,6 +18,7 @@ from tmas.cli_input import (
     build_backend,
     build_config,
     load_topology,
+    read_documents,
     read_problem,
     role_settings,
 )
@@ -97,6 +98,9 @@ def solve(
     gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
     graph: Annotated[str, typer.Option(help="bundled topology name or spec file")] = "tmas",
     plugin: Annotated[list[str], typer.Option(help="module registering node types")] = [],  # noqa: B006
+    doc: Annotated[
+        list[Path], typer.Option(help="a document for the question (repeatable; delm)")
+    ] = [],  # noqa: B006
     n: Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")] = None,
     m: Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")] = None,
     iterations: Annotated[int | None, typer.Option("-t", "--iterations")] = None,
@@ -125,6 +129,7 @@ def solve(
     """Run a reasoning topology (TMAS by default) on one problem and print the answer."""
     try:
         text = read_problem(problem)
+        documents = read_documents(doc)
         topology = load_topology(graph, plugin)
         given = {
             "n_candidates": n,
@@ -156,6 +161,7 @@ def solve(
             backend=spec,
             spec=topology,
             plugins=plugin,
+            documents=documents,
             show_progress=not quiet,
             max_concurrency=max_concurrency,
         ),

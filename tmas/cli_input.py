@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,6 +29,17 @@ def read_problem(problem: str) -> str:
             f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
         )
     return text.strip()
+
+
+def read_documents(paths: list[Path]) -> list[str]:
+    """The texts of ``--doc`` files (UTF-8); unreadable files are refused with their name."""
+    documents = []
+    for path in paths:
+        try:
+            documents.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read document {path}: {exc}") from None
+    return documents
 
 
 def parse_pairs(items: list[str], what: str = "KEY=VALUE") -> list[tuple[str, str]]:

@@ -8,10 +8,10 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from tmas.checkpoint import open_checkpointer
+from tmas.checkpoint import open_checkpointer, open_store
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec, estimate_calls
+from tmas.graphs.compiler import compile_spec, estimate_calls, spec_uses_store
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router
@@ -96,7 +96,8 @@ class RunManager:
         router: ModelRouter = self.router_factory(backend, config)
         router = router.limited_to(max_concurrency)
         checkpointer = open_checkpointer(self.conn)
-        graph = compile_spec(spec, config, router, checkpointer=checkpointer)
+        store = open_store(self.conn) if spec_uses_store(spec) else None
+        graph = compile_spec(spec, config, router, checkpointer=checkpointer, store=store)
         return graph, config, spec
 
     def start(
@@ -109,6 +110,7 @@ class RunManager:
         backend: BackendSpec,
         spec: GraphSpec | None = None,
         plugins: list[str] | None = None,
+        documents: list[str] | None = None,
         show_progress: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
     ) -> RunOutcome:
@@ -126,6 +128,7 @@ class RunManager:
             config=run_config,
             backend=backend_values,
             topology=topology,
+            documents=documents,
         )
         return self._drive(self.registry.get(run_id), graph, config, spec, show_progress)
 
@@ -168,6 +171,7 @@ class RunManager:
                 "problem": record.problem,
                 "gold_answer": record.gold_answer,
                 "config": record.config,
+                "documents": record.documents or [],
             }
         tracker = ProgressTracker(
             estimate_calls(spec, config) * config.max_iterations, config.max_iterations, state

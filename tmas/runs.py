@@ -29,7 +29,8 @@ create table if not exists tmas_runs (
     status text not null,
     error text,
     pid integer,
-    topology_json text
+    topology_json text,
+    documents_json text
 )
 """
 _COLUMNS = (
@@ -45,8 +46,9 @@ _COLUMNS = (
     "error",
     "pid",
     "topology_json",
+    "documents_json",
 )
-_ADDED_COLUMNS = {"topology_json": "text"}  # columns newer than the first schema
+_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text"}  # columns newer than the first schema
 
 
 class UnknownRunError(LookupError):
@@ -69,6 +71,7 @@ class RunRecord:
     error: str | None
     pid: int | None
     topology: dict[str, Any] | None = None
+    documents: list[str] | None = None
 
     def process_alive(self) -> bool:
         """True when the process that last ran this run still exists."""
@@ -126,6 +129,7 @@ class RunRegistry:
         backend: dict[str, Any],
         parent_run_id: str | None = None,
         topology: dict[str, Any] | None = None,
+        documents: list[str] | None = None,
     ) -> None:
         """Register a new run as running in this process."""
         try:
@@ -146,6 +150,7 @@ class RunRegistry:
                         None,
                         os.getpid(),
                         json.dumps(topology) if topology is not None else None,
+                        json.dumps(documents) if documents else None,
                     ),
                 )
         except sqlite3.IntegrityError:
@@ -195,4 +200,5 @@ def _record(row: tuple) -> RunRecord:
         error=row[9],
         pid=row[10],
         topology=json.loads(row[11]) if row[11] else None,
+        documents=json.loads(row[12]) if row[12] else None,
     )

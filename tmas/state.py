@@ -171,6 +171,7 @@ class RunState(TypedDict, total=False):
 
     problem: str
     gold_answer: str | None
+    documents: list[str]
     config: dict[str, Any]
     iteration: int
     plans: list[Plan]

@@ -6,6 +6,7 @@ from typing import Any
 
 from tmas.graphs.registry import NodeContext, register_node, register_stop, register_tasks
 from tmas.nodes.bank_update import UpdateBanks
+from tmas.nodes.delm import DelmAnswer, DelmSeed, DelmWorker
 from tmas.nodes.experience import ExtractExperience
 from tmas.nodes.guideline import ExtractGuideline
 from tmas.nodes.iteration import StartIteration
@@ -59,6 +60,21 @@ def _update_banks(ctx: NodeContext) -> UpdateBanks:
 @register_node("record_iteration")
 def _record_iteration(ctx: NodeContext) -> RecordIteration:
     return RecordIteration(ctx.config)
+
+
+@register_node("delm_seed", calls_llm=True)
+def _delm_seed(ctx: NodeContext, **params: Any) -> DelmSeed:
+    return DelmSeed(ctx.router, ctx.config, **params)
+
+
+@register_node("delm_worker", calls_llm=True)
+def _delm_worker(ctx: NodeContext, **params: Any) -> DelmWorker:
+    return DelmWorker(ctx.router, ctx.config, **params)
+
+
+@register_node("delm_answer", calls_llm=True)
+def _delm_answer(ctx: NodeContext) -> DelmAnswer:
+    return DelmAnswer(ctx.router, ctx.config)
 
 
 def join(_: Any) -> dict[str, Any]:

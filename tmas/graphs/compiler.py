@@ -134,3 +134,17 @@ def estimate_calls(spec: GraphSpec, config: TMASConfig) -> int:
             size = edge.fanout.copies or n
         total += size * sum(1 for t in edge.targets if node_types.get(t) in LLM_NODE_TYPES)
     return total
+
+
+STORE_NODE_TYPES = {"delm_seed", "delm_worker", "delm_answer"}
+
+
+def spec_uses_store(spec: GraphSpec) -> bool:
+    """Whether a topology's nodes share a LangGraph store while they run.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> spec_uses_store(load_bundled("delm")), spec_uses_store(load_bundled("tmas"))
+        (True, False)
+    """
+    return any(node.type in STORE_NODE_TYPES for node in spec.nodes)

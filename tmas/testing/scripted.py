@@ -31,6 +31,14 @@ class ScriptedReplies:
 
     def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
         """Return the canned reply of ``role`` to a prompt (``salt``, e.g. a seed, varies it)."""
+        if role == "solver" and "Split the problem" in system:
+            return "- What is the first quantity?\n- What is the second quantity?"
+        if role == "solver" and "board of verified notes" in system:
+            fact = self._pick(("the first quantity is 9", "the second quantity is 9"), user + salt)
+            return f"Note: {fact}\nEvidence: read from the problem statement"
+        if role == "summary" and "From the verified notes" in system:
+            answer = self._pick(self.answers, user)
+            return f"Adding the noted quantities gives {answer}.\n\\boxed{{{answer}}}"
         if role == "solver":
             answer = self._pick(self.answers, system + user + salt)
             return f"We compute step by step.\nThe result is {answer}.\n\\boxed{{{answer}}}"
