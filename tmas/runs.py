@@ -48,7 +48,8 @@ _COLUMNS = (
     "topology_json",
     "documents_json",
 )
-_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text"}  # columns newer than the first schema
+# columns newer than the first schema, added to older databases on open
+_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text"}
 
 
 class UnknownRunError(LookupError):
