@@ -38,6 +38,7 @@ def build_tmas_graph(
     llm: BaseChatModel | ModelRouter,
     role_models: Mapping[Role, BaseChatModel] | None = None,
     checkpointer: BaseCheckpointSaver | None = None,
+    pass_generation_kwargs: bool = True,
 ) -> CompiledStateGraph:
     """Compile the TMAS loop into a LangGraph graph.
 
@@ -47,6 +48,8 @@ def build_tmas_graph(
         role_models: optional chat models for the verifier, summary, experience and
             guideline roles.
         checkpointer: where checkpoints go (needed for resume); None keeps none.
+        pass_generation_kwargs: send ``max_tokens``, ``seed`` and ``temperature`` with each
+            call; turn off for a chat model that rejects them.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
@@ -57,9 +60,13 @@ def build_tmas_graph(
         '18'
     """
     config = config or TMASConfig()
-    router = (
-        llm if isinstance(llm, ModelRouter) else ModelRouter.for_config(llm, role_models, config)
-    )
+    if isinstance(llm, ModelRouter):
+        if role_models:
+            raise ValueError("pass role_models to the ModelRouter, not beside it")
+        router = llm
+    else:
+        router = ModelRouter.for_config(llm, role_models, config)
+        router.pass_generation_kwargs = pass_generation_kwargs
     retry = (
         RetryPolicy(max_attempts=config.max_retries + 1, retry_on=is_transient)
         if config.max_retries

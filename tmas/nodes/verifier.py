@@ -12,6 +12,18 @@ from tmas.parsing import parse_verification
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
 
+CHARS_PER_TOKEN = 5
+
+
+def verifier_chars(config: TMASConfig) -> int:
+    """How much of a solution a verifier sees: all of it, as long as the solver may write.
+
+    Example:
+        >>> verifier_chars(TMASConfig(solver_max_tokens=2048))
+        10240
+    """
+    return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * config.solver_max_tokens)
+
 
 def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     """N x M tasks: every candidate checked ``n_verifications`` times.
@@ -31,7 +43,7 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
                     "iteration": state["iteration"],
                     "candidate_index": candidate["index"],
                     "check_index": check,
-                    "solution": prompts.clip(candidate["text"], config.rollout_chars_in_prompt),
+                    "solution": prompts.clip(candidate["text"], verifier_chars(config)),
                 }
             )
     return tasks

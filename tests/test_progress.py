@@ -1,0 +1,61 @@
+"""The live progress display: iteration, stage, calls done/total and tokens, from the stream."""
+
+from __future__ import annotations
+
+import pytest
+
+from tmas.config import TMASConfig
+from tmas.graphs import build_tmas_graph
+from tmas.progress import ProgressDisplay, ProgressTracker
+from tmas.testing.fake_chat import ScriptedChatModel
+
+
+def test_display_follows_a_run_stage_by_stage(capsys: pytest.CaptureFixture[str]) -> None:
+    config = TMASConfig(n_candidates=2, n_verifications=2, max_iterations=2)
+    graph = build_tmas_graph(config, llm=ScriptedChatModel())
+    total = config.calls_per_iteration() * config.max_iterations
+    tracker = ProgressTracker(total, config.max_iterations)
+    with ProgressDisplay(tracker) as display:
+        for mode, chunk in graph.stream(
+            {"problem": "What is 9 + 9?"}, stream_mode=["tasks", "updates"]
+        ):
+            display.observe(mode, chunk)
+    lines = capsys.readouterr().err.splitlines()
+    stages = [line.split(" | ")[1] for line in lines]
+    for stage in ("planning", "solving", "verifying", "summarizing", "reflecting", "voting"):
+        assert stage in stages
+    assert lines[-1].startswith("iteration 2/2 | voting")
+    assert tracker.calls == total
+    assert tracker.tokens > 0
+    assert f"calls {total}/{total}" in lines[-1]
+
+
+def test_tracker_starts_from_a_saved_state() -> None:
+    saved = {
+        "iteration": 2,
+        "usage": {"solver": {"calls": 3, "input_tokens": 10, "output_tokens": 5}},
+        "final_answer": "18",
+    }
+    tracker = ProgressTracker(10, 3, saved)
+    assert (tracker.iteration, tracker.calls, tracker.tokens) == (2, 3, 15)
+    assert tracker.line() == "iteration 2/3 | starting | calls 3/10 | tokens 15"
+
+
+class KwargsRecorder(ScriptedChatModel):
+    seen: list[dict] = []
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        self.seen.append(dict(kwargs))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize("passed", [True, False])
+def test_generation_kwargs_can_be_switched_off(passed: bool) -> None:
+    model = KwargsRecorder(seen=[])
+    config = TMASConfig(n_candidates=1, n_verifications=1, max_iterations=1)
+    build_tmas_graph(config, llm=model, pass_generation_kwargs=passed).invoke({"problem": "1+1?"})
+    assert model.seen
+    if passed:
+        assert all({"max_tokens", "seed", "temperature"} <= set(kw) for kw in model.seen)
+    else:
+        assert all(not ({"max_tokens", "seed", "temperature"} & set(kw)) for kw in model.seen)
