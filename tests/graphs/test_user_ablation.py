@@ -4,10 +4,13 @@ with ``tmas solve --graph my.yaml`` without touching package code."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
@@ -17,6 +20,7 @@ from tmas.graphs.bundled import bundled_dir
 from tmas.graphs.spec import load_spec_file
 from tmas.graphs.validate import validate_spec
 from tmas.roles import ROLE_MARKERS, role_of_prompt
+from tmas.runner import saved_state
 from tmas.runs import RunRegistry
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
@@ -143,3 +147,53 @@ def test_bundled_tmas_does_send_guideline_prompts(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     per_role = Counter(role_of_prompt(system_of(r)) for r in requests)
     assert per_role["guideline"] == 4
+
+
+@pytest.mark.slow
+def test_copied_spec_without_guideline_agent_runs_on_smollm2(tmp_path: Path) -> None:
+    spec = yaml.safe_load((bundled_dir() / "tmas.yaml").read_text())
+    my_spec = tmp_path / "my.yaml"
+    my_spec.write_text(yaml.safe_dump(without_guideline(spec)))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tmas.cli",
+            "solve",
+            "Tom has 3 apples and buys 4 more. How many apples does he have?",
+            "--gold",
+            "7",
+            "--graph",
+            str(my_spec),
+            "--model",
+            "smollm2",
+            "-n",
+            "2",
+            "-m",
+            "1",
+            "-t",
+            "2",
+            "--max-tokens",
+            "48",
+            "--set",
+            "verifier_max_tokens=24",
+            "--set",
+            "summary_max_tokens=24",
+            "--set",
+            "experience_max_tokens=32",
+            "--run-id",
+            "mine",
+            "--quiet",
+            "--db",
+            str(tmp_path / "runs.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    state = saved_state(connect(tmp_path / "runs.sqlite"), "mine")
+    assert state["stop_reason"] == "max_iterations" and len(state["history"]) == 2
+    assert "guideline" not in state["usage"]
+    assert state["usage"]["experience"]["calls"] == 4
+    assert state["guideline_bank"] == []
