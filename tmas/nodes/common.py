@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from tmas.llm.router import Completion
 from tmas.parsing import Parsed
+from tmas.roles import Role
 from tmas.state import ParseIssue
 
 
@@ -27,3 +31,31 @@ def issues_of(
             "excerpt": text[-160:],
         }
     ]
+
+
+def agent_update(
+    key: str,
+    items: list[Any],
+    role: Role,
+    reply: Completion,
+    parsed: Parsed,
+    *,
+    iteration: int,
+    index: int,
+) -> dict[str, Any]:
+    """The state update of one agent call: its items under ``key``, its usage and, when the
+    reply broke the format, the parse issue.
+
+    Example:
+        >>> update = agent_update("candidates", [], "solver", Completion("??", 3, 1),
+        ...                       Parsed(None, "no answer found"), iteration=1, index=0)
+        >>> update["usage"]["solver"]["calls"], update["parse_issues"][0]["problem"]
+        (1, 'no answer found')
+    """
+    return {
+        key: items,
+        "usage": reply.usage(role),
+        "parse_issues": issues_of(
+            parsed, iteration=iteration, role=role, index=index, text=reply.text
+        ),
+    }

@@ -7,7 +7,7 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import issues_of
+from tmas.nodes.common import agent_update
 from tmas.parsing import parse_bullets
 from tmas.seeding import derive_seed
 
@@ -71,14 +71,12 @@ class ExtractExperience:
             for fact in parsed.value  # type: ignore[union-attr]
             if trusted(kind_of(fact), task.get("mean_score"))
         ]
-        return {
-            "experience_proposals": proposals,
-            "usage": reply.usage("experience"),
-            "parse_issues": issues_of(
-                parsed,
-                iteration=task["iteration"],
-                role="experience",
-                index=task["candidate_index"],
-                text=reply.text,
-            ),
-        }
+        return agent_update(
+            "experience_proposals",
+            proposals,
+            "experience",
+            reply,
+            parsed,
+            iteration=task["iteration"],
+            index=task["candidate_index"],
+        )

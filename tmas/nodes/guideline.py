@@ -7,7 +7,7 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import issues_of
+from tmas.nodes.common import agent_update
 from tmas.parsing import parse_strategy
 from tmas.seeding import derive_seed
 
@@ -37,14 +37,12 @@ class ExtractGuideline:
                     "source_index": task["candidate_index"],
                 }
             )
-        return {
-            "guideline_proposals": proposals,
-            "usage": reply.usage("guideline"),
-            "parse_issues": issues_of(
-                parsed,
-                iteration=task["iteration"],
-                role="guideline",
-                index=task["candidate_index"],
-                text=reply.text,
-            ),
-        }
+        return agent_update(
+            "guideline_proposals",
+            proposals,
+            "guideline",
+            reply,
+            parsed,
+            iteration=task["iteration"],
+            index=task["candidate_index"],
+        )

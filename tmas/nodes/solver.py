@@ -8,7 +8,7 @@ from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
-from tmas.nodes.common import issues_of
+from tmas.nodes.common import agent_update
 from tmas.parsing import extract_answer
 from tmas.state import Candidate, RunState
 
@@ -135,14 +135,12 @@ class Solve:
             "output_tokens": reply.output_tokens,
             "experience_ids": [e["id"] for e in task.get("experiences", [])],
         }
-        return {
-            "candidates": [candidate],
-            "usage": reply.usage("solver"),
-            "parse_issues": issues_of(
-                parsed,
-                iteration=plan["iteration"],
-                role="solver",
-                index=plan["index"],
-                text=reply.text,
-            ),
-        }
+        return agent_update(
+            "candidates",
+            [candidate],
+            "solver",
+            reply,
+            parsed,
+            iteration=plan["iteration"],
+            index=plan["index"],
+        )

@@ -7,7 +7,7 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import issues_of
+from tmas.nodes.common import agent_update
 from tmas.parsing import parse_verification
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
@@ -81,14 +81,12 @@ class Verify:
             "verdict": verdict,
             "score": score,
         }
-        return {
-            "verifications": [verification],
-            "usage": reply.usage("verifier"),
-            "parse_issues": issues_of(
-                parsed,
-                iteration=task["iteration"],
-                role="verifier",
-                index=task["candidate_index"],
-                text=reply.text,
-            ),
-        }
+        return agent_update(
+            "verifications",
+            [verification],
+            "verifier",
+            reply,
+            parsed,
+            iteration=task["iteration"],
+            index=task["candidate_index"],
+        )
