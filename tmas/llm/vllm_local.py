@@ -203,11 +203,11 @@ class ChatVLLM(BaseChatModel):
     keyword arguments ``max_tokens``, ``temperature``, ``top_p``, ``seed`` and ``n`` override
     the fields. The engine is created by the batching thread on the first call.
 
-    Example:
-        >>> chat = ChatVLLM(model="Qwen/Qwen3-8B", max_tokens=256, n=4)
-        >>> result = chat.generate([[("user", "1+1?")]])  # doctest: +SKIP
-        >>> len(result.generations[0])  # doctest: +SKIP
-        4
+    Example (on a machine with vLLM and a GPU)::
+
+        chat = ChatVLLM(model="Qwen/Qwen3-8B", max_tokens=256, n=4)
+        result = chat.generate([[("user", "1+1?")]])
+        len(result.generations[0])  # 4
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
