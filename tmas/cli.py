@@ -9,19 +9,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from tmas.checkpoint import StorageError, connect, default_db_path
-from tmas.cli_input import (
-    build_backend,
-    build_config,
-    load_topology,
-    read_documents,
-    read_problem,
-    role_settings,
-)
+from tmas.cli_common import ConcurrencyOption, DbOption, JsonOption, err, fail, out
+from tmas.cli_eval import evaluate
+from tmas.cli_input import read_documents, read_problem, run_options, setup_run
 from tmas.config import ConfigError
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.graphs.spec import SpecError
@@ -31,20 +25,6 @@ from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-out = Console()
-err = Console(stderr=True)
-
-DbOption = Annotated[
-    Path | None, typer.Option("--db", help="run database (default $TMAS_HOME/runs.sqlite)")
-]
-ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
-JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print an error and exit non-zero."""
-    err.print(f"[red]error:[/] {escape(message)}")
-    raise typer.Exit(code)
 
 
 def open_manager(db: Path | None, *, create: bool = True) -> RunManager:
@@ -130,19 +110,14 @@ def solve(
     try:
         text = read_problem(problem)
         documents = read_documents(doc)
-        topology = load_topology(graph, plugin)
-        given = {
-            "n_candidates": n,
-            "n_verifications": m,
-            "max_iterations": iterations,
-            "epsilon": epsilon,
-            "seed": seed,
-            "solver_max_tokens": max_tokens,
-            "temperature": temperature,
-        }
-        config = build_config(topology, given, set_values, role_settings(role_model, role_base_url))
-        spec = build_backend(
-            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads
+        topology, config, spec = setup_run(
+            graph,
+            plugin,
+            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
+            set_values,
+            role_model,
+            role_base_url,
+            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
     except (ConfigError, SpecError, ModelFileError, ValueError) as exc:
         fail(str(exc))
@@ -228,6 +203,9 @@ def graphs() -> None:
     for name in bundled_names():
         table.add_row(name, load_bundled(name).description)
     out.print(table)
+
+
+app.command("eval")(evaluate)
 
 
 if __name__ == "__main__":

@@ -114,3 +114,39 @@ def build_backend(**values: Any) -> BackendSpec:
         return BackendSpec(**values).resolved()
     except ValidationError as exc:
         raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+
+
+def run_options(
+    n: int | None,
+    m: int | None,
+    iterations: int | None,
+    epsilon: float | None,
+    seed: int | None,
+    max_tokens: int | None,
+    temperature: float | None,
+) -> dict[str, Any]:
+    """The config fields the common command-line options set (None: not given)."""
+    return {
+        "n_candidates": n,
+        "n_verifications": m,
+        "max_iterations": iterations,
+        "epsilon": epsilon,
+        "seed": seed,
+        "solver_max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+
+
+def setup_run(
+    graph: str,
+    plugins: list[str],
+    given: dict[str, Any],
+    settings: list[str],
+    role_models: list[str],
+    role_base_urls: list[str],
+    backend: dict[str, Any],
+) -> tuple[GraphSpec, TMASConfig, BackendSpec]:
+    """Topology, config and backend from command-line values (raises on any bad one)."""
+    topology = load_topology(graph, plugins)
+    config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
+    return topology, config, build_backend(**backend)

@@ -1,0 +1,103 @@
+"""``tmas eval``: a topology over a data set, one saved run per problem, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tmas.checkpoint import default_db_path
+from tmas.cli_common import ConcurrencyOption, DbOption, err, fail, out
+from tmas.cli_input import run_options, setup_run
+from tmas.config import ConfigError
+from tmas.eval.data import DataError, load_problems
+from tmas.eval.report import summary_table
+from tmas.eval.runner import Evaluation
+from tmas.graphs.spec import SpecError
+from tmas.llm.backend import make_router
+from tmas.llm.model_files import ModelFileError
+
+
+class ProblemProgress:
+    """One line per finished problem with the running accuracy and tokens."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.quiet = total, quiet
+        self.done = self.correct = self.tokens = 0
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self.correct += int(row["correct"])
+        self.tokens += row["tokens_in"] + row["tokens_out"]
+        if not self.quiet:
+            err.print(
+                f"[{self.done}/{self.total}] {row['id']}: {row['status']}, answer "
+                f"{row['selected_answer']!r} ({'right' if row['correct'] else 'wrong'}) | "
+                f"accuracy {self.correct / self.done:.1%} | tokens {self.tokens:,}",
+                markup=False,
+                highlight=False,
+            )
+
+
+def evaluate(
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for results.jsonl, summary.json")],
+    data: Annotated[str, typer.Option(help="JSONL/CSV/parquet file, or gsm8k / math500")] = "gsm8k",
+    limit: Annotated[int | None, typer.Option(min=1, help="first K problems only")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
+    graph: Annotated[str, typer.Option(help="bundled topology name or spec file")] = "tmas",
+    plugin: Annotated[list[str], typer.Option(help="module registering node types")] = [],  # noqa: B006
+    n: Annotated[int | None, typer.Option("-n", "--candidates")] = None,
+    m: Annotated[int | None, typer.Option("-m", "--verifications")] = None,
+    iterations: Annotated[int | None, typer.Option("-t", "--iterations")] = None,
+    epsilon: float | None = None,
+    seed: int | None = None,
+    max_tokens: Annotated[int | None, typer.Option(help="solver answer length limit")] = None,
+    temperature: float | None = None,
+    backend: Annotated[str, typer.Option(help="llamacpp | openai | vllm")] = "llamacpp",
+    model: Annotated[str | None, typer.Option(help="GGUF path, qwen, smollm2, or a name")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
+    role_model: Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")] = [],  # noqa: B006
+    role_base_url: Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")] = [],  # noqa: B006
+    n_ctx: Annotated[int, typer.Option(help="context window of the embedded model")] = 4096,
+    threads: Annotated[int | None, typer.Option(help="CPU threads of the embedded model")] = None,
+    max_concurrency: ConcurrencyOption = 16,
+    set_values: Annotated[list[str], typer.Option("--set", help="KEY=VALUE (repeatable)")] = [],  # noqa: B006
+    db: DbOption = None,
+    quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
+) -> None:
+    """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
+    try:
+        problems = load_problems(data, limit)
+        topology, config, spec = setup_run(
+            graph,
+            plugin,
+            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
+            set_values,
+            role_model,
+            role_base_url,
+            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+        )
+        router = make_router(spec, config)
+    except (ConfigError, SpecError, DataError, ModelFileError, ValueError) as exc:
+        fail(str(exc))
+        return
+    progress = ProblemProgress(len(problems), quiet)
+    evaluation = Evaluation(
+        problems=problems,
+        spec=topology,
+        config=config,
+        backend=spec,
+        router=router,
+        db_path=db or default_db_path(),
+        out_dir=out_dir,
+        plugins=plugin,
+        concurrency=concurrency,
+        max_concurrency=max_concurrency,
+        on_row=progress,
+    )
+    summary = evaluation.run()
+    out.print(summary_table(summary, f"{topology.name} on {data} ({spec.describe()})"))
+    out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
+    if summary["failed"]:
+        fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)
