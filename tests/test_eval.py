@@ -167,3 +167,29 @@ def test_cli_eval_bad_data_exits_non_zero(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "no such data file" in result.output
+
+
+def test_compare_prints_one_row_per_evaluation_and_writes_plots(tmp_path: Path) -> None:
+    for name, model in (("first", ScriptedChatModel()), ("second", ScriptedChatModel())):
+        run = evaluation(tmp_path, model)
+        run.out_dir = tmp_path / name
+        run.run()
+    result = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(tmp_path / "first"),
+            str(tmp_path / "second"),
+            "--plots",
+            str(tmp_path / "plots"),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "first" in result.stdout and "second" in result.stdout
+    for name in ("accuracy_vs_iteration.png", "accuracy_vs_tokens.png"):
+        assert (tmp_path / "plots" / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_refuses_a_folder_without_a_summary(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["compare", str(tmp_path)])
+    assert result.exit_code == 2 and "no readable evaluation summary" in result.output

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from tmas.checkpoint import StorageError, connect, default_db_path
 from tmas.cli_common import ConcurrencyOption, DbOption, JsonOption, err, fail, out
-from tmas.cli_eval import evaluate
+from tmas.cli_eval import compare, evaluate
 from tmas.cli_input import read_documents, read_problem, run_options, setup_run
 from tmas.config import ConfigError
 from tmas.graphs.bundled import bundled_names, load_bundled
@@ -206,6 +206,7 @@ def graphs() -> None:
 
 
 app.command("eval")(evaluate)
+app.command("compare")(compare)
 
 
 if __name__ == "__main__":

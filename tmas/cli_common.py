@@ -21,5 +21,5 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JS
 
 def fail(message: str, code: int = 2) -> None:
     """Print an error and exit non-zero."""
-    err.print(f"[red]error:[/] {escape(message)}")
+    err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)

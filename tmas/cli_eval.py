@@ -11,6 +11,7 @@ from tmas.checkpoint import default_db_path
 from tmas.cli_common import ConcurrencyOption, DbOption, err, fail, out
 from tmas.cli_input import run_options, setup_run
 from tmas.config import ConfigError
+from tmas.eval.compare import comparison_table, load_summary, write_plots
 from tmas.eval.data import DataError, load_problems
 from tmas.eval.report import summary_table
 from tmas.eval.runner import Evaluation
@@ -101,3 +102,18 @@ def evaluate(
     out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
     if summary["failed"]:
         fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)
+
+
+def compare(
+    folders: Annotated[list[Path], typer.Argument(help="evaluation output folders")],
+    plots: Annotated[Path | None, typer.Option(help="folder for the PNG plots")] = None,
+) -> None:
+    """Compare evaluations side by side; write accuracy plots (PNG, drawn offline)."""
+    try:
+        summaries = [load_summary(folder) for folder in folders]
+    except DataError as exc:
+        fail(str(exc))
+        return
+    out.print(comparison_table(summaries))
+    for path in write_plots(summaries, plots or folders[0]):
+        out.print(f"plot: {path}", markup=False)
