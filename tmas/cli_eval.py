@@ -38,6 +38,7 @@ class ProblemProgress:
                 f"accuracy {self.correct / self.done:.1%} | tokens {self.tokens:,}",
                 markup=False,
                 highlight=False,
+                soft_wrap=True,
             )
 
 
