@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -33,6 +34,22 @@ def strict_serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(pickle_fallback=False, allowed_msgpack_modules=None)
 
 
+WAL_ATTEMPTS = 200
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL; the switch needs a moment alone with a new file, so processes opening it
+    at the same time wait their turn (SQLite answers "locked" at once here, without waiting)."""
+    for attempt in range(WAL_ATTEMPTS):
+        try:
+            conn.execute("pragma journal_mode=wal")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == WAL_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05)
+
+
 def connect(path: Path | str, *, autocommit: bool = False) -> sqlite3.Connection:
     """Open (creating it if needed) the run database with WAL and a busy timeout
     (``autocommit``: no implicit transactions, as LangGraph's SQLite store expects).
@@ -49,8 +66,8 @@ def connect(path: Path | str, *, autocommit: bool = False) -> sqlite3.Connection
         conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30.0)
         if autocommit:
             conn.isolation_level = None
-        conn.execute("pragma journal_mode=wal")
         conn.execute("pragma busy_timeout=30000")
+        _enable_wal(conn)
         conn.execute("select count(*) from sqlite_master").fetchone()
     except (sqlite3.DatabaseError, OSError) as exc:
         raise StorageError(f"cannot open run database {path}: {exc}") from None

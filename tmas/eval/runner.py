@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmas.checkpoint import connect
+from tmas.checkpoint import StorageError, connect, open_checkpointer
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
 from tmas.eval.report import result_row, summarize
@@ -71,8 +71,11 @@ class Evaluation:
         return rows
 
     def _solve_one(self, problem: Problem, previous: dict[str, Any] | None) -> dict[str, Any]:
-        manager = RunManager(connect(self.db_path), router_factory=lambda b, c: self.router)
         run_id = eval_run_id(self.out_dir, problem.id)
+        try:
+            manager = RunManager(connect(self.db_path), router_factory=lambda b, c: self.router)
+        except StorageError as exc:
+            return result_row(problem, run_id, self.spec.name, {}, None, str(exc))
         started = time.monotonic()
         error = None
         try:
@@ -114,6 +117,10 @@ class Evaluation:
     def run(self) -> dict[str, Any]:
         """Solve every problem (skipping finished ones), then write results and summary."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        prepare = connect(self.db_path)  # create the schema once, before workers connect
+        RunManager(prepare)
+        open_checkpointer(prepare)
+        prepare.close()
         previous = self._previous_rows()
         rows: dict[str, dict[str, Any]] = {}
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
