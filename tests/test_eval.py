@@ -193,3 +193,14 @@ def test_compare_prints_one_row_per_evaluation_and_writes_plots(tmp_path: Path) 
 def test_compare_refuses_a_folder_without_a_summary(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", str(tmp_path)])
     assert result.exit_code == 2 and "no readable evaluation summary" in result.output
+
+
+def test_a_results_line_cut_short_by_a_kill_is_ignored_on_rerun(tmp_path: Path) -> None:
+    run = evaluation(tmp_path, ScriptedChatModel())
+    run.run()
+    results = tmp_path / "out" / RESULTS
+    results.write_text(results.read_text() + '{"id": "gsm8k-te', encoding="utf-8")
+    again = ScriptedChatModel()
+    summary = evaluation(tmp_path, again).run()
+    assert summary["finished"] == 3 and sum(again.calls.values()) == 0
+    assert len(results.read_text().splitlines()) == 3

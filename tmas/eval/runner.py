@@ -64,10 +64,12 @@ class Evaluation:
         if not path.exists():
             return {}
         rows = {}
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
                 row = json.loads(line)
                 rows[row["id"]] = row
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line cut short by a kill: the run itself is in the database
         return rows
 
     def _solve_one(self, problem: Problem, previous: dict[str, Any] | None) -> dict[str, Any]:
