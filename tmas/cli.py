@@ -13,12 +13,31 @@ from rich.markup import escape
 from rich.table import Table
 
 from tmas.checkpoint import StorageError, connect, default_db_path
-from tmas.cli_common import ConcurrencyOption, DbOption, JsonOption, err, fail, out
+from tmas.cli_common import (
+    BackendOption,
+    BaseUrlOption,
+    CandidatesOption,
+    ConcurrencyOption,
+    DbOption,
+    GraphOption,
+    IterationsOption,
+    JsonOption,
+    MaxTokensOption,
+    ModelOption,
+    NCtxOption,
+    PluginOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    SetOption,
+    ThreadsOption,
+    VerificationsOption,
+    err,
+    fail,
+    out,
+)
 from tmas.cli_eval import compare, evaluate
 from tmas.cli_input import read_documents, read_problem, run_options, setup_run
-from tmas.config import ConfigError
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.spec import SpecError
 from tmas.llm.model_files import ModelFileError
 from tmas.report import iteration_table, runs_table
 from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
@@ -76,31 +95,27 @@ def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
 def solve(
     problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
     gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
-    graph: Annotated[str, typer.Option(help="bundled topology name or spec file")] = "tmas",
-    plugin: Annotated[list[str], typer.Option(help="module registering node types")] = [],  # noqa: B006
+    graph: GraphOption = "tmas",
+    plugin: PluginOption = [],  # noqa: B006
     doc: Annotated[
         list[Path], typer.Option(help="a document for the question (repeatable; delm)")
     ] = [],  # noqa: B006
-    n: Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")] = None,
-    m: Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")] = None,
-    iterations: Annotated[int | None, typer.Option("-t", "--iterations")] = None,
+    n: CandidatesOption = None,
+    m: VerificationsOption = None,
+    iterations: IterationsOption = None,
     epsilon: float | None = None,
     seed: int | None = None,
-    max_tokens: Annotated[int | None, typer.Option(help="solver answer length limit")] = None,
+    max_tokens: MaxTokensOption = None,
     temperature: float | None = None,
-    backend: Annotated[str, typer.Option(help="llamacpp | openai | vllm")] = "llamacpp",
-    model: Annotated[
-        str | None, typer.Option(help="GGUF path, qwen or smollm2; or a served model name")
-    ] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
-    role_model: Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")] = [],  # noqa: B006
-    role_base_url: Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")] = [],  # noqa: B006
-    n_ctx: Annotated[int, typer.Option(help="context window of the embedded model")] = 4096,
-    threads: Annotated[int | None, typer.Option(help="CPU threads of the embedded model")] = None,
+    backend: BackendOption = "llamacpp",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: NCtxOption = 4096,
+    threads: ThreadsOption = None,
     max_concurrency: ConcurrencyOption = 16,
-    set_values: Annotated[
-        list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
-    ] = [],  # noqa: B006
+    set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
@@ -119,7 +134,7 @@ def solve(
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
-    except (ConfigError, SpecError, ModelFileError, ValueError) as exc:
+    except (ValueError, ModelFileError) as exc:  # config, spec or backend
         fail(str(exc))
         return
     manager = open_manager(db)

@@ -18,6 +18,26 @@ DbOption = Annotated[
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 
+# Options shared by the commands that run topologies (solve, eval).
+GraphOption = Annotated[str, typer.Option(help="bundled topology name or spec file")]
+PluginOption = Annotated[list[str], typer.Option(help="module registering node types")]
+CandidatesOption = Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")]
+VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")]
+IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
+MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
+BackendOption = Annotated[str, typer.Option(help="llamacpp | openai | vllm")]
+ModelOption = Annotated[
+    str | None, typer.Option(help="GGUF path, qwen or smollm2; or a served model name")
+]
+BaseUrlOption = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")]
+RoleModelOption = Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")]
+RoleBaseUrlOption = Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")]
+NCtxOption = Annotated[int, typer.Option(help="context window of the embedded model")]
+ThreadsOption = Annotated[int | None, typer.Option(help="CPU threads of the embedded model")]
+SetOption = Annotated[
+    list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
+]
+
 
 def fail(message: str, code: int = 2) -> None:
     """Print an error and exit non-zero."""

@@ -8,14 +8,32 @@ from typing import Annotated, Any
 import typer
 
 from tmas.checkpoint import default_db_path
-from tmas.cli_common import ConcurrencyOption, DbOption, err, fail, out
+from tmas.cli_common import (
+    BackendOption,
+    BaseUrlOption,
+    CandidatesOption,
+    ConcurrencyOption,
+    DbOption,
+    GraphOption,
+    IterationsOption,
+    MaxTokensOption,
+    ModelOption,
+    NCtxOption,
+    PluginOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    SetOption,
+    ThreadsOption,
+    VerificationsOption,
+    err,
+    fail,
+    out,
+)
 from tmas.cli_input import run_options, setup_run
-from tmas.config import ConfigError
 from tmas.eval.compare import comparison_table, load_summary, write_plots
 from tmas.eval.data import DataError, load_problems
 from tmas.eval.report import summary_table
 from tmas.eval.runner import Evaluation
-from tmas.graphs.spec import SpecError
 from tmas.llm.backend import make_router
 from tmas.llm.model_files import ModelFileError
 
@@ -47,24 +65,24 @@ def evaluate(
     data: Annotated[str, typer.Option(help="JSONL/CSV/parquet file, or gsm8k / math500")] = "gsm8k",
     limit: Annotated[int | None, typer.Option(min=1, help="first K problems only")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
-    graph: Annotated[str, typer.Option(help="bundled topology name or spec file")] = "tmas",
-    plugin: Annotated[list[str], typer.Option(help="module registering node types")] = [],  # noqa: B006
-    n: Annotated[int | None, typer.Option("-n", "--candidates")] = None,
-    m: Annotated[int | None, typer.Option("-m", "--verifications")] = None,
-    iterations: Annotated[int | None, typer.Option("-t", "--iterations")] = None,
+    graph: GraphOption = "tmas",
+    plugin: PluginOption = [],  # noqa: B006
+    n: CandidatesOption = None,
+    m: VerificationsOption = None,
+    iterations: IterationsOption = None,
     epsilon: float | None = None,
     seed: int | None = None,
-    max_tokens: Annotated[int | None, typer.Option(help="solver answer length limit")] = None,
+    max_tokens: MaxTokensOption = None,
     temperature: float | None = None,
-    backend: Annotated[str, typer.Option(help="llamacpp | openai | vllm")] = "llamacpp",
-    model: Annotated[str | None, typer.Option(help="GGUF path, qwen, smollm2, or a name")] = None,
-    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")] = None,
-    role_model: Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")] = [],  # noqa: B006
-    role_base_url: Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")] = [],  # noqa: B006
-    n_ctx: Annotated[int, typer.Option(help="context window of the embedded model")] = 4096,
-    threads: Annotated[int | None, typer.Option(help="CPU threads of the embedded model")] = None,
+    backend: BackendOption = "llamacpp",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: NCtxOption = 4096,
+    threads: ThreadsOption = None,
     max_concurrency: ConcurrencyOption = 16,
-    set_values: Annotated[list[str], typer.Option("--set", help="KEY=VALUE (repeatable)")] = [],  # noqa: B006
+    set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
 ) -> None:
@@ -81,7 +99,7 @@ def evaluate(
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
         router = make_router(spec, config)
-    except (ConfigError, SpecError, DataError, ModelFileError, ValueError) as exc:
+    except (ValueError, ModelFileError) as exc:  # data, config, spec or backend
         fail(str(exc))
         return
     progress = ProblemProgress(len(problems), quiet)
