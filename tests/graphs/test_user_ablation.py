@@ -61,6 +61,31 @@ def system_of(request: dict[str, Any]) -> str:
     return "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "system")
 
 
+def solve_on_fake_server(home: Path, graph: str, *extra: str) -> tuple[Result, list[dict]]:
+    """``tmas solve`` (N=2, M=1, T=2) of ``graph`` against the scripted loopback server."""
+    with FakeOpenAIServer() as server:
+        result = invoke(
+            home,
+            "solve",
+            PROBLEM,
+            "--graph",
+            graph,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "-m",
+            "1",
+            "-t",
+            "2",
+            "--quiet",
+            *extra,
+        )
+        return result, server.requests
+
+
 def test_the_edited_copy_is_a_valid_spec_without_the_guideline_agent(tmp_path: Path) -> None:
     spec = validate_spec(load_spec_file(make_user_spec(tmp_path)))
     assert "extract_guideline" not in spec.node_ids()
@@ -73,28 +98,7 @@ def test_the_edited_copy_is_a_valid_spec_without_the_guideline_agent(tmp_path: P
 def test_user_ablation_runs_from_the_cli_without_guideline_calls(tmp_path: Path) -> None:
     home = tmp_path / "home"
     spec_path = make_user_spec(tmp_path)
-    with FakeOpenAIServer() as server:
-        result = invoke(
-            home,
-            "solve",
-            PROBLEM,
-            "--graph",
-            str(spec_path),
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
-            "-n",
-            "2",
-            "-m",
-            "1",
-            "-t",
-            "2",
-            "--run-id",
-            "ablation",
-            "--quiet",
-        )
-        requests = server.requests
+    result, requests = solve_on_fake_server(home, str(spec_path), "--run-id", "ablation")
 
     assert result.exit_code == 0, result.output
     systems = [system_of(r) for r in requests]
@@ -124,26 +128,7 @@ def test_user_ablation_runs_from_the_cli_without_guideline_calls(tmp_path: Path)
 
 def test_bundled_tmas_does_send_guideline_prompts(tmp_path: Path) -> None:
     """The control: the same command on the unedited spec asks the guideline agent."""
-    with FakeOpenAIServer() as server:
-        result = invoke(
-            tmp_path,
-            "solve",
-            PROBLEM,
-            "--graph",
-            "tmas",
-            "--base-url",
-            server.base_url,
-            "--model",
-            "scripted",
-            "-n",
-            "2",
-            "-m",
-            "1",
-            "-t",
-            "2",
-            "--quiet",
-        )
-        requests = server.requests
+    result, requests = solve_on_fake_server(tmp_path, "tmas")
     assert result.exit_code == 0, result.output
     per_role = Counter(role_of_prompt(system_of(r)) for r in requests)
     assert per_role["guideline"] == 4
