@@ -36,7 +36,7 @@ def evaluate(name: str, config: TMASConfig, args: argparse.Namespace, problems: 
         config=config,
         backend=backend,
         router=make_router(backend, config),
-        db_path=args.out / "runs.sqlite",
+        db=args.out / "runs.sqlite",
         out_dir=args.out / name,
     )
     started = time.monotonic()

@@ -92,7 +92,7 @@ def evaluation(tmp_path: Path, model: ScriptedChatModel, concurrency: int = 2) -
         config=CONFIG,
         backend=BackendSpec(kind="openai", base_url="http://unused/v1", model="scripted"),
         router=ModelRouter.for_config(model, None, CONFIG),
-        db_path=tmp_path / "runs.sqlite",
+        db=tmp_path / "runs.sqlite",
         out_dir=tmp_path / "out",
         concurrency=concurrency,
     )

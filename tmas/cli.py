@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tmas.checkpoint import StorageError, connect, default_db_path
+from tmas.checkpoint import StorageError, default_db_path
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -42,17 +42,18 @@ from tmas.llm.model_files import ModelFileError
 from tmas.report import iteration_table, runs_table
 from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
+from tmas.storage import is_database_url, open_storage
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 
-def open_manager(db: Path | None, *, create: bool = True) -> RunManager:
-    """The run manager on ``db``; commands that only read refuse a database that is missing."""
-    path = db or default_db_path()
-    if not create and not path.exists():
-        fail(f"no run database at {path}")
+def open_manager(db: str | None, *, create: bool = True) -> RunManager:
+    """The run manager on ``db``; commands that only read refuse a SQLite file that is missing."""
+    target = db if is_database_url(db) else Path(db or default_db_path())
+    if not create and isinstance(target, Path) and not target.exists():
+        fail(f"no run database at {target}")
     try:
-        return RunManager(connect(path))
+        return RunManager(open_storage(target))
     except StorageError as exc:
         fail(str(exc))
         raise  # unreachable
@@ -189,7 +190,7 @@ def runs(db: DbOption = None) -> None:
     manager = open_manager(db, create=False)
     rows = []
     for record in manager.registry.all():
-        state = saved_state(manager.conn, record.run_id)
+        state = saved_state(manager.storage, record.run_id)
         rows.append((record, state, manager.status_of(record, state)))
     out.print(runs_table(rows))
 
@@ -203,7 +204,7 @@ def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     except UnknownRunError as exc:
         fail(str(exc))
         return
-    state = saved_state(manager.conn, run_id)
+    state = saved_state(manager.storage, run_id)
     out.print(f"problem: {escape(record.problem[:500])}")
     out.print(f"topology: {record.graph}   status: {manager.status_of(record, state)}")
     finish(RunOutcome(run_id, state), as_json)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,7 +12,10 @@ out = Console()
 err = Console(stderr=True)
 
 DbOption = Annotated[
-    Path | None, typer.Option("--db", help="run database (default $TMAS_HOME/runs.sqlite)")
+    str | None,
+    typer.Option(
+        "--db", help="run database: SQLite path or postgresql:// URL ($TMAS_HOME/runs.sqlite)"
+    ),
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]

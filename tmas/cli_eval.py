@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tmas.checkpoint import default_db_path
+from tmas.checkpoint import StorageError, default_db_path
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -84,6 +84,14 @@ def evaluate(
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="run problems as Ray tasks on this cluster (host:port, auto; local starts one)",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
 ) -> None:
     """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
@@ -98,7 +106,7 @@ def evaluate(
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
-        router = make_router(spec, config)
+        router = None if ray else make_router(spec, config)  # Ray workers build their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec or backend
         fail(str(exc))
         return
@@ -109,14 +117,19 @@ def evaluate(
         config=config,
         backend=spec,
         router=router,
-        db_path=db or default_db_path(),
+        db=db or default_db_path(),
         out_dir=out_dir,
         plugins=plugin,
         concurrency=concurrency,
         max_concurrency=max_concurrency,
+        ray_address=ray,
         on_row=progress,
     )
-    summary = evaluation.run()
+    try:
+        summary = evaluation.run()
+    except (StorageError, ValueError) as exc:  # database, or the Ray cluster
+        fail(str(exc))
+        return
     out.print(summary_table(summary, f"{topology.name} on {data} ({spec.describe()})"))
     out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
     if summary["failed"]:

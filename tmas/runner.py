@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from tmas.checkpoint import open_checkpointer, open_store
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec, estimate_calls, spec_uses_store
@@ -17,7 +15,8 @@ from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.progress import ProgressDisplay, ProgressTracker
-from tmas.runs import RunRecord, RunRegistry
+from tmas.runs import RunRecord
+from tmas.storage import Storage, as_storage
 
 DEFAULT_MAX_CONCURRENCY = 16
 
@@ -58,21 +57,24 @@ def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
     }
 
 
-def saved_state(conn: sqlite3.Connection, run_id: str) -> dict[str, Any]:
-    """The latest checkpointed state of a run ({} before its first checkpoint)."""
-    found = open_checkpointer(conn).get_tuple({"configurable": {"thread_id": run_id}})
+def saved_state(storage: Storage | Any, run_id: str) -> dict[str, Any]:
+    """The latest checkpointed state of a run ({} before its first checkpoint) in ``storage``
+    (a Storage or a SQLite connection)."""
+    checkpointer = as_storage(storage).checkpointer
+    found = checkpointer.get_tuple({"configurable": {"thread_id": run_id}})
     return dict(found.checkpoint["channel_values"]) if found else {}
 
 
 class RunManager:
-    """Creates, continues and inspects runs stored in one SQLite database.
+    """Creates, continues and inspects runs stored in one run database (a Storage, or a SQLite
+    connection).
 
     ``router_factory`` turns a saved backend into models; tests pass one that returns fakes.
     """
 
-    def __init__(self, conn: sqlite3.Connection, router_factory: Any = None) -> None:
-        self.conn = conn
-        self.registry = RunRegistry(conn)
+    def __init__(self, storage: Storage | Any, router_factory: Any = None) -> None:
+        self.storage = as_storage(storage)
+        self.registry = self.storage.registry
         self.router_factory = router_factory or (
             lambda backend, config: make_router(BackendSpec(**backend), config)
         )
@@ -95,9 +97,10 @@ class RunManager:
         config = TMASConfig(**run_config)
         router: ModelRouter = self.router_factory(backend, config)
         router = router.limited_to(max_concurrency)
-        checkpointer = open_checkpointer(self.conn)
-        store = open_store(self.conn) if spec_uses_store(spec) else None
-        graph = compile_spec(spec, config, router, checkpointer=checkpointer, store=store)
+        store = self.storage.store() if spec_uses_store(spec) else None
+        graph = compile_spec(
+            spec, config, router, checkpointer=self.storage.checkpointer, store=store
+        )
         return graph, config, spec
 
     def start(
@@ -141,7 +144,7 @@ class RunManager:
     ) -> RunOutcome:
         """Continue a saved run from its last checkpoint (a finished run is returned as is)."""
         record = self.registry.get(run_id)
-        state = saved_state(self.conn, run_id)
+        state = saved_state(self.storage, run_id)
         if state.get("stop_reason"):
             return RunOutcome(run_id, state)
         if record.status == "running" and record.process_alive():
@@ -164,7 +167,7 @@ class RunManager:
         show_progress: bool,
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
-        state = saved_state(self.conn, record.run_id)
+        state = saved_state(self.storage, record.run_id)
         first_input = None
         if not state:
             first_input = {

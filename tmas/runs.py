@@ -1,4 +1,4 @@
-"""The run registry: one row per run beside the checkpoints, in the same SQLite file.
+"""The run registry: one row per run beside the checkpoints, in the same database.
 
 Checkpoints hold the state; the registry holds what is needed to list runs and to rebuild a
 run's graph on resume (problem, config, backend settings - never API keys).
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import time
 import uuid
@@ -15,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from tmas.checkpoint import StorageError
+from tmas.sql import SqlConnection, SqliteSql
 
 _SCHEMA = """
 create table if not exists tmas_runs (
     run_id text primary key,
-    created_at real not null,
+    created_at double precision not null,
     problem text not null,
     gold_answer text,
     graph text not null,
@@ -30,7 +32,8 @@ create table if not exists tmas_runs (
     error text,
     pid integer,
     topology_json text,
-    documents_json text
+    documents_json text,
+    host text
 )
 """
 _COLUMNS = (
@@ -47,9 +50,10 @@ _COLUMNS = (
     "pid",
     "topology_json",
     "documents_json",
+    "host",
 )
 # columns newer than the first schema, added to older databases on open
-_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text"}
+_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text", "host": "text"}
 
 
 class UnknownRunError(LookupError):
@@ -73,10 +77,12 @@ class RunRecord:
     pid: int | None
     topology: dict[str, Any] | None = None
     documents: list[str] | None = None
+    host: str | None = None
 
     def process_alive(self) -> bool:
-        """True when the process that last ran this run still exists."""
-        if not self.pid:
+        """True when the process that last ran this run still exists (known only for runs last
+        driven on this machine; a run last driven elsewhere counts as not alive)."""
+        if not self.pid or (self.host and self.host != socket.gethostname()):
             return False
         try:
             os.kill(self.pid, 0)
@@ -107,16 +113,15 @@ class RunRegistry:
         'running'
     """
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, conn: SqlConnection | sqlite3.Connection) -> None:
+        self.db = SqliteSql(conn) if isinstance(conn, sqlite3.Connection) else conn
         try:
-            with self.conn:
-                self.conn.execute(_SCHEMA)
-                present = {row[1] for row in self.conn.execute("pragma table_info(tmas_runs)")}
-                for column, kind in _ADDED_COLUMNS.items():
-                    if column not in present:
-                        self.conn.execute(f"alter table tmas_runs add column {column} {kind}")
-        except sqlite3.DatabaseError as exc:
+            self.db.write(_SCHEMA)
+            present = self.db.columns("tmas_runs")
+            for column, kind in _ADDED_COLUMNS.items():
+                if column not in present:
+                    self.db.write(f"alter table tmas_runs add column {column} {kind}")
+        except self.db.database_errors as exc:
             raise StorageError(f"cannot use run database: {exc}") from None
 
     def create(
@@ -134,56 +139,52 @@ class RunRegistry:
     ) -> None:
         """Register a new run as running in this process."""
         try:
-            with self.conn:
-                self.conn.execute(
-                    f"insert into tmas_runs ({', '.join(_COLUMNS)}) "
-                    f"values ({', '.join('?' * len(_COLUMNS))})",
-                    (
-                        run_id,
-                        time.time(),
-                        problem,
-                        gold_answer,
-                        graph,
-                        json.dumps(config),
-                        json.dumps(backend),
-                        parent_run_id,
-                        "running",
-                        None,
-                        os.getpid(),
-                        json.dumps(topology) if topology is not None else None,
-                        json.dumps(documents) if documents else None,
-                    ),
-                )
-        except sqlite3.IntegrityError:
+            self.db.write(
+                f"insert into tmas_runs ({', '.join(_COLUMNS)}) "
+                f"values ({', '.join('?' * len(_COLUMNS))})",
+                (
+                    run_id,
+                    time.time(),
+                    problem,
+                    gold_answer,
+                    graph,
+                    json.dumps(config),
+                    json.dumps(backend),
+                    parent_run_id,
+                    "running",
+                    None,
+                    os.getpid(),
+                    json.dumps(topology) if topology is not None else None,
+                    json.dumps(documents) if documents else None,
+                    socket.gethostname(),
+                ),
+            )
+        except self.db.integrity_errors:
             raise ValueError(f"a run with id {run_id!r} already exists") from None
 
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         """Record how the run's last process ended (or that one picked it up again)."""
-        with self.conn:
-            self.conn.execute(
-                "update tmas_runs set status=?, error=?, pid=? where run_id=?",
-                (status, error, os.getpid(), run_id),
-            )
+        self.db.write(
+            "update tmas_runs set status=?, error=?, pid=?, host=? where run_id=?",
+            (status, error, os.getpid(), socket.gethostname(), run_id),
+        )
 
     def get(self, run_id: str) -> RunRecord:
         """The row of ``run_id``; UnknownRunError when there is none."""
-        row = self.conn.execute(
+        found = self.db.rows(
             f"select {', '.join(_COLUMNS)} from tmas_runs where run_id=?", (run_id,)
-        ).fetchone()
-        if row is None:
+        )
+        if not found:
             raise UnknownRunError(f"no run with id {run_id!r}; `tmas runs` lists the runs")
-        return _record(row)
+        return _record(found[0])
 
     def exists(self, run_id: str) -> bool:
         """True when a run with this id is registered."""
-        row = self.conn.execute("select 1 from tmas_runs where run_id=?", (run_id,)).fetchone()
-        return row is not None
+        return bool(self.db.rows("select 1 from tmas_runs where run_id=?", (run_id,)))
 
     def all(self) -> list[RunRecord]:
         """Every run, newest first."""
-        rows = self.conn.execute(
-            f"select {', '.join(_COLUMNS)} from tmas_runs order by created_at desc"
-        ).fetchall()
+        rows = self.db.rows(f"select {', '.join(_COLUMNS)} from tmas_runs order by created_at desc")
         return [_record(row) for row in rows]
 
 
@@ -202,4 +203,5 @@ def _record(row: tuple) -> RunRecord:
         pid=row[10],
         topology=json.loads(row[11]) if row[11] else None,
         documents=json.loads(row[12]) if row[12] else None,
+        host=row[13],
     )

@@ -2,60 +2,52 @@
 
 Each problem is its own run (thread) in the run database, with an id derived from the output
 folder and the problem id, so the same command run again skips finished problems and resumes
-unfinished ones from their checkpoints. Problems run concurrently, each worker with its own
-database connection; all share one set of models.
+unfinished ones from their checkpoints. Problems run concurrently: in threads of this process
+sharing one set of models, or as Ray tasks on a cluster (``ray_address``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmas.checkpoint import StorageError, connect, open_checkpointer
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
-from tmas.eval.report import result_row, summarize
+from tmas.eval.job import ProblemJob, eval_run_id, solve_problem
+from tmas.eval.report import summarize
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager, saved_state
+from tmas.storage import is_database_url, open_storage
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
 
 
-def eval_run_id(out_dir: Path, problem_id: str) -> str:
-    """The run id of one problem of the evaluation written to ``out_dir``.
-
-    Example:
-        >>> eval_run_id(Path("/tmp/a"), "p1") == eval_run_id(Path("/tmp/a"), "p1")
-        True
-    """
-    tag = hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:8]
-    return f"eval-{tag}-{problem_id}"
-
-
 @dataclass
 class Evaluation:
-    """One evaluation: what runs, on what, where results go."""
+    """One evaluation: what runs, on what, where results go.
+
+    ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of several machines
+    it must be a URL every node can reach.
+    """
 
     problems: list[Problem]
     spec: GraphSpec
     config: TMASConfig
     backend: BackendSpec
-    router: ModelRouter
-    db_path: Path
+    router: ModelRouter | None
+    db: str | Path
     out_dir: Path
     plugins: list[str] = field(default_factory=list)
     concurrency: int = 1
     max_concurrency: int = 16
+    ray_address: str | None = None
     on_row: Callable[[dict[str, Any]], None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -72,43 +64,33 @@ class Evaluation:
                 continue  # a line cut short by a kill: the run itself is in the database
         return rows
 
-    def _solve_one(self, problem: Problem, previous: dict[str, Any] | None) -> dict[str, Any]:
-        run_id = eval_run_id(self.out_dir, problem.id)
-        try:
-            manager = RunManager(connect(self.db_path), router_factory=lambda b, c: self.router)
-        except StorageError as exc:
-            return result_row(problem, run_id, self.spec.name, {}, None, str(exc))
-        started = time.monotonic()
-        error = None
-        try:
-            if manager.registry.exists(run_id):
-                state = saved_state(manager.conn, run_id)
-                if state.get("stop_reason"):  # finished in an earlier invocation
-                    wall = previous.get("wall_s") if previous else None
-                    return result_row(problem, run_id, self.spec.name, state, wall)
-                outcome = manager.resume(
-                    run_id, show_progress=False, max_concurrency=self.max_concurrency
-                )
-            else:
-                outcome = manager.start(
-                    run_id,
-                    problem=problem.problem,
-                    gold_answer=problem.answer,
-                    config=self.config,
-                    backend=self.backend,
-                    spec=self.spec,
-                    plugins=self.plugins,
-                    show_progress=False,
-                    max_concurrency=self.max_concurrency,
-                )
-            state = outcome.state
-        except Exception as exc:  # noqa: BLE001 - one failed problem must not stop the rest
-            error = f"{type(exc).__name__}: {exc}"
-            state = saved_state(manager.conn, run_id) if manager.registry.exists(run_id) else {}
-        finally:
-            manager.conn.close()
-        wall = time.monotonic() - started + ((previous or {}).get("wall_s") or 0.0)
-        return result_row(problem, run_id, self.spec.name, state, wall, error)
+    def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
+        db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
+        return [
+            ProblemJob(
+                problem=problem,
+                run_id=eval_run_id(self.out_dir, problem.id),
+                spec=self.spec,
+                config=self.config,
+                backend=self.backend,
+                db=str(db),
+                plugins=tuple(self.plugins),
+                max_concurrency=self.max_concurrency,
+                previous_wall_s=(previous.get(problem.id) or {}).get("wall_s"),
+            )
+            for problem in self.problems
+        ]
+
+    def _rows(self, jobs: list[ProblemJob]) -> Iterator[dict[str, Any]]:
+        if self.ray_address:
+            from tmas.eval.ray_pool import run_on_ray
+
+            yield from run_on_ray(jobs, self.ray_address, self.concurrency)
+            return
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(solve_problem, job, self.router) for job in jobs]
+            for future in as_completed(futures):
+                yield future.result()
 
     def _append(self, row: dict[str, Any]) -> None:
         with self._lock, (self.out_dir / RESULTS).open("a", encoding="utf-8") as handle:
@@ -119,20 +101,11 @@ class Evaluation:
     def run(self) -> dict[str, Any]:
         """Solve every problem (skipping finished ones), then write results and summary."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        prepare = connect(self.db_path)  # create the schema once, before workers connect
-        RunManager(prepare)
-        open_checkpointer(prepare)
-        prepare.close()
-        previous = self._previous_rows()
+        open_storage(self.db).close()  # create the schema once, before workers connect
         rows: dict[str, dict[str, Any]] = {}
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {
-                pool.submit(self._solve_one, p, previous.get(p.id)): p for p in self.problems
-            }
-            for future in as_completed(futures):
-                row = future.result()
-                rows[row["id"]] = row
-                self._append(row)
+        for row in self._rows(self._jobs(self._previous_rows())):
+            rows[row["id"]] = row
+            self._append(row)
         ordered = [rows[p.id] for p in self.problems]
         tmp = self.out_dir / f"{RESULTS}.tmp"
         tmp.write_text("".join(json.dumps(r) + "\n" for r in ordered), encoding="utf-8")

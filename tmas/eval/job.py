@@ -1,0 +1,100 @@
+"""Solving one problem of an evaluation as its own saved run: the unit of work that a thread
+or a Ray task executes. A job carries only plain settings, so it can travel to another machine;
+the worker opens the run database and the models itself (or is handed a shared router).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.eval.data import Problem
+from tmas.eval.report import result_row
+from tmas.graphs.spec import GraphSpec
+from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.router import ModelRouter
+from tmas.runner import RunManager, saved_state
+from tmas.storage import StorageError, open_storage
+
+
+def eval_run_id(out_dir: Path, problem_id: str) -> str:
+    """The run id of one problem of the evaluation written to ``out_dir``.
+
+    Example:
+        >>> eval_run_id(Path("/tmp/a"), "p1") == eval_run_id(Path("/tmp/a"), "p1")
+        True
+    """
+    tag = hashlib.sha256(str(out_dir.resolve()).encode()).hexdigest()[:8]
+    return f"eval-{tag}-{problem_id}"
+
+
+@dataclass(frozen=True)
+class ProblemJob:
+    """Everything needed to solve (or finish, or just report) one problem's run."""
+
+    problem: Problem
+    run_id: str
+    spec: GraphSpec
+    config: TMASConfig
+    backend: BackendSpec
+    db: str
+    plugins: tuple[str, ...] = ()
+    max_concurrency: int = 16
+    previous_wall_s: float | None = None
+
+
+_ROUTERS: dict[str, ModelRouter] = {}
+
+
+def _worker_router(job: ProblemJob) -> ModelRouter:
+    """One router per backend and config in this process, reused by every job it runs."""
+    key = job.backend.model_dump_json() + job.config.model_dump_json()
+    if key not in _ROUTERS:
+        _ROUTERS[key] = make_router(job.backend, job.config)
+    return _ROUTERS[key]
+
+
+def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[str, Any]:
+    """Start, resume or report the run of ``job`` and return its results row (never raises:
+    a failure is reported in the row's ``error``)."""
+    problem, run_id, name = job.problem, job.run_id, job.spec.name
+    try:
+        storage = open_storage(job.db)
+    except StorageError as exc:
+        return result_row(problem, run_id, name, {}, None, str(exc))
+    shared = router or _worker_router(job)
+    manager = RunManager(storage, router_factory=lambda backend, config: shared)
+    started = time.monotonic()
+    error = None
+    try:
+        if manager.registry.exists(run_id):
+            state = saved_state(storage, run_id)
+            if state.get("stop_reason"):  # finished in an earlier invocation
+                return result_row(problem, run_id, name, state, job.previous_wall_s)
+            outcome = manager.resume(
+                run_id, show_progress=False, max_concurrency=job.max_concurrency
+            )
+        else:
+            outcome = manager.start(
+                run_id,
+                problem=problem.problem,
+                gold_answer=problem.answer,
+                config=job.config,
+                backend=job.backend,
+                spec=job.spec,
+                plugins=list(job.plugins),
+                show_progress=False,
+                max_concurrency=job.max_concurrency,
+            )
+        state = outcome.state
+    except Exception as exc:  # noqa: BLE001 - one failed problem must not stop the rest
+        error = f"{type(exc).__name__}: {exc}"
+        state = saved_state(storage, run_id) if manager.registry.exists(run_id) else {}
+    finally:
+        storage.close()
+    wall = time.monotonic() - started + (job.previous_wall_s or 0.0)
+    return result_row(problem, run_id, name, state, wall, error)

@@ -1,0 +1,117 @@
+"""Where runs are saved: a SQLite file (one machine) or a PostgreSQL database (many processes on
+many machines). Either way a run's checkpoints, its registry row and (for topologies that need
+one) its shared store live together, opened with :func:`open_storage`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+
+from tmas.checkpoint import StorageError, connect, default_db_path, open_checkpointer, open_store
+from tmas.runs import RunRegistry
+
+DATABASE_SCHEMES = ("postgresql", "postgres")
+
+
+def is_database_url(target: str | Path | None) -> bool:
+    """True when ``target`` names a PostgreSQL database rather than a SQLite file.
+
+    Example:
+        >>> is_database_url("postgresql://tmas@db/runs"), is_database_url("runs.sqlite")
+        (True, False)
+    """
+    return isinstance(target, str) and target.split("://", 1)[0] in DATABASE_SCHEMES
+
+
+def redact(url: str) -> str:
+    """A database URL safe to print or save: the password is replaced by ``***``.
+
+    Example:
+        >>> redact("postgresql://me:secret@db:5432/runs")
+        'postgresql://me:***@db:5432/runs'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+@dataclass
+class Storage:
+    """An opened run database: checkpointer, run registry and (on first use) the shared store."""
+
+    location: str
+    checkpointer: BaseCheckpointSaver
+    registry: RunRegistry
+    _open_store: Callable[[], BaseStore]
+    _close: Callable[[], None]
+    _store: BaseStore | None = field(default=None, init=False)
+
+    def store(self) -> BaseStore:
+        """The LangGraph store of this database (opened once, on first use)."""
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
+
+    def close(self) -> None:
+        """Close every connection this storage opened."""
+        self._close()
+
+
+def sqlite_storage(conn: sqlite3.Connection, location: str = "") -> Storage:
+    """Storage on an open SQLite connection (see :func:`tmas.checkpoint.connect`)."""
+    return Storage(
+        location=location,
+        checkpointer=open_checkpointer(conn),
+        registry=RunRegistry(conn),
+        _open_store=lambda: open_store(conn),
+        _close=conn.close,
+    )
+
+
+def open_storage(target: str | Path | None = None) -> Storage:
+    """Open (creating it if needed) the run database at ``target``: a SQLite path, or a
+    ``postgresql://`` URL; None means ``$TMAS_HOME/runs.sqlite``. StorageError when it cannot.
+
+    Example:
+        >>> import tempfile, os
+        >>> storage = open_storage(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
+        >>> storage.registry.all()
+        []
+        >>> storage.close()
+    """
+    if is_database_url(target):
+        from tmas.storage.postgres import postgres_storage
+
+        return postgres_storage(str(target))
+    path = Path(target) if target is not None else default_db_path()
+    return sqlite_storage(connect(path), str(path))
+
+
+def as_storage(target: Storage | sqlite3.Connection | Any) -> Storage:
+    """``target`` itself when it is a Storage; a SQLite connection is wrapped in one."""
+    if isinstance(target, Storage):
+        return target
+    if isinstance(target, sqlite3.Connection):
+        return sqlite_storage(target)
+    raise TypeError(f"expected Storage or sqlite3.Connection, got {type(target).__name__}")
+
+
+__all__ = [
+    "Storage",
+    "StorageError",
+    "as_storage",
+    "is_database_url",
+    "open_storage",
+    "redact",
+    "sqlite_storage",
+]

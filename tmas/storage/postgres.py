@@ -1,0 +1,77 @@
+"""Runs saved in PostgreSQL, so many processes on many machines can share one run database.
+
+Needs the ``postgres`` extra (``langgraph-checkpoint-postgres``, ``psycopg``). Tables are
+created on first use; processes opening a new database at once take turns (an advisory lock).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from tmas.checkpoint import StorageError, strict_serializer
+from tmas.runs import RunRegistry
+from tmas.sql import PostgresSql
+from tmas.storage import Storage, redact
+
+_SETUP_LOCK = zlib.crc32(b"tmas-storage-setup")
+CONNECT_TIMEOUT_S = 10
+
+
+def _modules() -> tuple[Any, Any, Any, Any]:
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from langgraph.store.postgres import PostgresStore
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise StorageError(
+            "a postgresql:// run database needs the postgres extra: pip install 'tmas[postgres]'"
+        ) from None
+    return psycopg, PostgresSaver, PostgresStore, dict_row
+
+
+def _connect(url: str, **options: Any) -> Any:
+    psycopg = _modules()[0]
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, **options)
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise StorageError(f"cannot open run database {redact(url)}: {reason}") from None
+
+
+def postgres_storage(url: str) -> Storage:
+    """Open the run database at a ``postgresql://`` URL (tables are created when missing)."""
+    psycopg, saver_class, store_class, dict_row = _modules()
+    registry_conn = _connect(url)
+    saver_conn = _connect(url, prepare_threshold=0, row_factory=dict_row)
+    opened = [registry_conn, saver_conn]
+    try:
+        registry_conn.execute("select pg_advisory_lock(%s)", (_SETUP_LOCK,))
+        try:
+            saver = saver_class(saver_conn, serde=strict_serializer())
+            saver.setup()
+            registry = RunRegistry(PostgresSql(registry_conn))
+        finally:
+            registry_conn.execute("select pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+    except psycopg.Error as exc:
+        for conn in opened:
+            conn.close()
+        raise StorageError(f"cannot use run database {redact(url)}: {exc}") from None
+
+    def open_store() -> Any:
+        conn = _connect(url, prepare_threshold=0, row_factory=dict_row)
+        opened.append(conn)
+        store = store_class(conn)
+        registry_conn.execute("select pg_advisory_lock(%s)", (_SETUP_LOCK,))
+        try:
+            store.setup()
+        finally:
+            registry_conn.execute("select pg_advisory_unlock(%s)", (_SETUP_LOCK,))
+        return store
+
+    def close() -> None:
+        for conn in opened:
+            conn.close()
+
+    return Storage(redact(url), saver, registry, open_store, close)
