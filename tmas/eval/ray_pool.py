@@ -9,6 +9,7 @@ OpenAI-compatible endpoint, e.g. vLLM, that every node can reach). The driver ke
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +18,24 @@ from tmas.eval.report import result_row
 from tmas.llm.backend import require_module
 
 LOCAL = "local"
+REACH_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str) -> None:
+    """Fail at once (Ray itself retries for minutes) when a ``host:port`` cluster address
+    accepts no connection; ``auto``, ``local`` and ``ray://`` addresses are left to Ray.
+
+    Example:
+        >>> check_reachable("auto")
+    """
+    if address in (LOCAL, "auto") or "://" in address or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=REACH_TIMEOUT_S):
+            return
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot reach the Ray cluster at {address}: {exc}") from None
 
 
 def _connect(address: str, env_vars: dict[str, str]) -> bool:
@@ -26,6 +45,7 @@ def _connect(address: str, env_vars: dict[str, str]) -> bool:
 
     if ray.is_initialized():
         return False
+    check_reachable(address)
     runtime_env = {"env_vars": env_vars} if env_vars else None
     try:
         ray.init(
