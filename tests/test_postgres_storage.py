@@ -127,7 +127,7 @@ def test_several_processes_share_one_new_postgres_database(postgres_url: str) ->
             )
             for i in range(processes)
         ]
-        outputs = [p.communicate(timeout=300)[0] for p in running]
+        outputs = [p.communicate(timeout=120)[0] for p in running]
     assert [p.returncode for p in running] == [0] * processes, outputs
     storage = open_storage(postgres_url)
     try:

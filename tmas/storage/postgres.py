@@ -6,7 +6,10 @@ created on first use; processes opening a new database at once take turns (an ad
 
 from __future__ import annotations
 
+import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tmas.checkpoint import StorageError, strict_serializer
@@ -16,6 +19,23 @@ from tmas.storage import Storage, redact
 
 _SETUP_LOCK = zlib.crc32(b"tmas-storage-setup")
 CONNECT_TIMEOUT_S = 10
+SETUP_WAIT_S = 120.0
+
+
+@contextmanager
+def _setup_turn(conn: Any) -> Iterator[None]:
+    """Hold the setup lock while tables are created. The lock is polled, never waited for
+    inside a statement: LangGraph's migrations build indexes concurrently, which wait for
+    every open transaction, including one blocked on this lock."""
+    deadline = time.monotonic() + SETUP_WAIT_S
+    while not conn.execute("select pg_try_advisory_lock(%s)", (_SETUP_LOCK,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise StorageError("timed out waiting for another process to set up the database")
+        time.sleep(0.05)
+    try:
+        yield
+    finally:
+        conn.execute("select pg_advisory_unlock(%s)", (_SETUP_LOCK,))
 
 
 def _modules() -> tuple[Any, Any, Any, Any]:
@@ -47,13 +67,10 @@ def postgres_storage(url: str) -> Storage:
     saver_conn = _connect(url, prepare_threshold=0, row_factory=dict_row)
     opened = [registry_conn, saver_conn]
     try:
-        registry_conn.execute("select pg_advisory_lock(%s)", (_SETUP_LOCK,))
-        try:
+        with _setup_turn(registry_conn):
             saver = saver_class(saver_conn, serde=strict_serializer())
             saver.setup()
             registry = RunRegistry(PostgresSql(registry_conn))
-        finally:
-            registry_conn.execute("select pg_advisory_unlock(%s)", (_SETUP_LOCK,))
     except psycopg.Error as exc:
         for conn in opened:
             conn.close()
@@ -63,11 +80,8 @@ def postgres_storage(url: str) -> Storage:
         conn = _connect(url, prepare_threshold=0, row_factory=dict_row)
         opened.append(conn)
         store = store_class(conn)
-        registry_conn.execute("select pg_advisory_lock(%s)", (_SETUP_LOCK,))
-        try:
+        with _setup_turn(registry_conn):
             store.setup()
-        finally:
-            registry_conn.execute("select pg_advisory_unlock(%s)", (_SETUP_LOCK,))
         return store
 
     def close() -> None:
