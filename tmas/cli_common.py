@@ -14,7 +14,9 @@ err = Console(stderr=True)
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", help="run database: SQLite path or postgresql:// URL ($TMAS_HOME/runs.sqlite)"
+        "--db",
+        envvar="TMAS_DB",
+        help="run database: SQLite path or postgresql:// URL ($TMAS_HOME/runs.sqlite)",
     ),
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
