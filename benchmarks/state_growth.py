@@ -1,9 +1,9 @@
 """State growth over a long run: checkpoint bytes and prompt tokens per iteration.
 
 Runs 20 TMAS iterations (N=8, M=4) on the scripted fake model with the SQLite checkpointer,
-then prints, per iteration, the size of the last checkpoint of that iteration (the stored
-state) and the prompt tokens the agents were sent. Goal: iteration 20 at most 1.5 x
-iteration 2 for both (state and prompts stay bounded).
+then prints, per iteration, the size of the largest checkpoint written while it ran (the stored
+state) and the prompt tokens the agents were sent, and which channels grew. Goal: iteration
+20 at most 1.5 x iteration 2 for both (state and prompts stay bounded).
 
     python benchmarks/state_growth.py [--iterations 20]
 """
@@ -15,7 +15,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-from tmas.checkpoint import connect, open_checkpointer
+from tmas.checkpoint import connect, open_checkpointer, strict_serializer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -26,16 +26,32 @@ STRATEGIES = tuple(
 )
 
 
-def checkpoint_bytes_per_iteration(db: Path, thread: str) -> dict[int, int]:
-    """Size of the newest checkpoint blob written while each iteration ran."""
+def checkpoints_by_iteration(db: Path, thread: str) -> dict[int, tuple[int, dict[str, int]]]:
+    """Per iteration, the largest checkpoint written while it ran: (bytes, bytes per channel)."""
+    serde = strict_serializer()
     conn = sqlite3.connect(db)
     rows = conn.execute(
-        "select checkpoint_id, length(checkpoint), json_extract(metadata, '$.step') "
-        "from checkpoints where thread_id=? order by checkpoint_id",
+        "select type, checkpoint from checkpoints where thread_id=? and checkpoint_ns=''",
         (thread,),
     ).fetchall()
     conn.close()
-    return {step: size for _, size, step in rows if step is not None}
+    largest: dict[int, tuple[int, dict[str, int]]] = {}
+    for kind, blob in rows:
+        values = serde.loads_typed((kind, blob))["channel_values"]
+        iteration = values.get("iteration", 0)
+        if iteration and len(blob) > largest.get(iteration, (0, {}))[0]:
+            sizes = {key: len(serde.dumps_typed(value)[1]) for key, value in values.items()}
+            largest[iteration] = (len(blob), sizes)
+    return largest
+
+
+def print_growth(first: dict[str, int], last: dict[str, int], label: str) -> None:
+    """Where the bytes went between two checkpoints, largest change first."""
+    print(f"bytes per channel, {label} (channels that changed by 100 bytes or more):")
+    changes = {key: last.get(key, 0) - first.get(key, 0) for key in {*first, *last}}
+    for key in sorted(changes, key=lambda k: -abs(changes[k])):
+        if abs(changes[key]) >= 100:
+            print(f"  {key:>22}: {first.get(key, 0):>7,} -> {last.get(key, 0):>7,}")
 
 
 def main() -> None:
@@ -51,17 +67,15 @@ def main() -> None:
     )
     thread = {"configurable": {"thread_id": "growth"}, "max_concurrency": 64}
     prompt_tokens: dict[int, int] = {}
-    state_bytes: dict[int, int] = {}
     iteration = 0
-    by_step = {}
     for chunk in graph.stream({"problem": "What is 9 + 9?"}, thread, stream_mode="updates"):
         for node, update in chunk.items():
             if node == "start_iteration":
                 iteration = update["iteration"]
             for usage in (update or {}).get("usage", {}).values():
                 prompt_tokens[iteration] = prompt_tokens.get(iteration, 0) + usage["input_tokens"]
-        by_step = checkpoint_bytes_per_iteration(db, "growth")
-        state_bytes[iteration] = max(by_step.values()) if by_step else 0
+    largest = checkpoints_by_iteration(db, "growth")
+    state_bytes = {it: size for it, (size, _) in largest.items()}
     print(f"N={config.n_candidates} M={config.n_verifications} T={args.iterations}")
     print(f"{'iteration':>9} {'checkpoint bytes':>17} {'prompt tokens':>14}")
     for it in sorted(prompt_tokens):
@@ -74,6 +88,12 @@ def main() -> None:
         f"iteration {last} / iteration 2: checkpoint {state_ratio:.2f}, prompts "
         f"{prompt_ratio:.2f} (goal at most 1.5: {verdict})"
     )
+    plateau = min(it for it in state_bytes if state_bytes[it] >= state_bytes[last])
+    print(
+        f"checkpoint size stops growing at iteration {plateau}; iteration {last} / iteration "
+        f"{plateau}: {state_bytes[last] / state_bytes[plateau]:.2f}"
+    )
+    print_growth(largest[2][1], largest[last][1], f"iteration 2 -> {last}")
 
 
 if __name__ == "__main__":

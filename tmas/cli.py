@@ -190,7 +190,7 @@ def runs(db: DbOption = None) -> None:
     manager = open_manager(db, create=False)
     rows = []
     for record in manager.registry.all():
-        state = saved_state(manager.storage, record.run_id)
+        state = saved_state(manager.storage, record.run_id, full_history=False)
         rows.append((record, state, manager.status_of(record, state)))
     out.print(runs_table(rows))
 

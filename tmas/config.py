@@ -57,6 +57,12 @@ class TMASConfig(BaseModel):
     dedup_threshold: float = Field(default=0.6, gt=0.0, le=1.0, description="Jaccard cut-off")
     rollout_chars_in_prompt: int = Field(default=2000, ge=100, description="parent rollout cap")
     vote_scope: Literal["last", "all"] = "all"
+    history_window: int = Field(
+        default=5,
+        ge=1,
+        le=100_000,
+        description="iteration records kept in the state (every record stays in the checkpoints)",
+    )
     stop_on_consensus: bool = Field(
         default=False, description="stop early when every candidate agrees and checks pass"
     )

@@ -57,7 +57,8 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
         table.add_column(column, no_wrap=True)
     table.add_column("problem", overflow="ellipsis", no_wrap=True, max_width=PROBLEM_HEAD)
     for record, state, status in rows:
-        done = len(state.get("history", []))
+        history = state.get("history") or [{"iteration": 0}]
+        done = history[-1]["iteration"]
         total = record.config.get("max_iterations", "?")
         created = time.strftime("%m-%d %H:%M", time.localtime(record.created_at))
         head = " ".join(record.problem.split())

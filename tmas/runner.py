@@ -12,6 +12,7 @@ from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec, estimate_calls, spec_uses_store
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec, parse_spec
+from tmas.history import iteration_records
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.progress import ProgressDisplay, ProgressTracker
@@ -57,12 +58,20 @@ def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
     }
 
 
-def saved_state(storage: Storage | Any, run_id: str) -> dict[str, Any]:
+def saved_state(
+    storage: Storage | Any, run_id: str, *, full_history: bool = True
+) -> dict[str, Any]:
     """The latest checkpointed state of a run ({} before its first checkpoint) in ``storage``
-    (a Storage or a SQLite connection)."""
+    (a Storage or a SQLite connection); with ``full_history``, ``history`` holds every
+    iteration's record (the state itself keeps the last few)."""
     checkpointer = as_storage(storage).checkpointer
     found = checkpointer.get_tuple({"configurable": {"thread_id": run_id}})
-    return dict(found.checkpoint["channel_values"]) if found else {}
+    if not found:
+        return {}
+    state = dict(found.checkpoint["channel_values"])
+    if full_history and state.get("history"):
+        state["history"] = iteration_records(checkpointer, run_id)
+    return state
 
 
 class RunManager:
@@ -167,7 +176,7 @@ class RunManager:
         show_progress: bool,
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
-        state = saved_state(self.storage, record.run_id)
+        state = saved_state(self.storage, record.run_id, full_history=False)
         first_input = None
         if not state:
             first_input = {
@@ -189,7 +198,7 @@ class RunManager:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")
             raise
-        final = dict(graph.get_state(cfg).values)
+        final = saved_state(self.storage, record.run_id)
         self.registry.set_status(
             record.run_id, "finished" if final.get("stop_reason") else "stopped"
         )

@@ -164,9 +164,12 @@ def add_usage(left: dict | None, right: dict | None) -> dict[str, Usage]:
 class RunState(TypedDict, total=False):
     """The whole state of one run (one LangGraph thread).
 
-    Banks and the iteration history persist across iterations; ``plans``, ``candidates``,
-    ``verifications``, ``summaries`` and the bank proposals hold the current iteration only;
-    ``previous`` holds the rollouts of iteration t-1 that exploitation repairs.
+    Banks persist across iterations; ``plans``, ``candidates``, ``verifications``,
+    ``summaries`` and the bank proposals hold the current iteration only; ``previous`` holds
+    the rollouts of iteration t-1 that exploitation repairs. ``history`` keeps the records of
+    the last ``history_window`` iterations and ``vote_totals`` the vote over all of them, so
+    the state stays the same size however long a run is; every record stays in the
+    checkpoints (:func:`tmas.history.iteration_records`).
     """
 
     problem: str
@@ -185,6 +188,7 @@ class RunState(TypedDict, total=False):
     guideline_bank: list[Guideline]
     bank_growth: dict[str, int]
     history: list[IterationRecord]
+    vote_totals: dict[str, float]
     parse_issues: Annotated[list[ParseIssue], append_capped]
     usage: Annotated[dict[str, Usage], add_usage]
     final_answer: str | None

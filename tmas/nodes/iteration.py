@@ -131,6 +131,7 @@ FRESH_RUN: dict[str, Any] = {
     "experience_bank": [],
     "guideline_bank": [],
     "history": [],
+    "vote_totals": {},
     "final_answer": None,
     "stop_reason": None,
 }

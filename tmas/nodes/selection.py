@@ -14,6 +14,7 @@ from tmas.state import Candidate, IterationRecord, RunState
 
 NEUTRAL_SCORE = 0.5
 MIN_WEIGHT = 1e-3
+MAX_VOTE_ENTRIES = 64  # distinct answers kept in the running vote (the heaviest)
 
 
 def tally(weighted_answers: Iterable[tuple[str | None, float]]) -> dict[str, float]:
@@ -57,14 +58,18 @@ def winner(vote: dict[str, float]) -> str | None:
     return max(vote, key=vote.__getitem__) if vote else None
 
 
-def combine_votes(records: list[IterationRecord]) -> dict[str, float]:
-    """Votes of several iterations added up by normalized answer.
+def add_vote(totals: dict[str, float], vote: dict[str, float]) -> dict[str, float]:
+    """The running vote with one more iteration's vote added (the heaviest answers kept).
 
     Example:
-        >>> combine_votes([{"vote": {"18": 1.0}}, {"vote": {"18.0": 0.5, "7": 1.0}}])
+        >>> add_vote({"18": 1.0}, {"18.0": 0.5, "7": 1.0})
         {'18': 1.5, '7': 1.0}
     """
-    return tally(pair for record in records for pair in record["vote"].items())
+    combined = tally([*totals.items(), *vote.items()])
+    if len(combined) <= MAX_VOTE_ENTRIES:
+        return combined
+    kept = sorted(combined, key=combined.__getitem__, reverse=True)[:MAX_VOTE_ENTRIES]
+    return {answer: combined[answer] for answer in combined if answer in kept}
 
 
 def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
@@ -99,10 +104,15 @@ class RecordIteration:
             "experiences_added": growth.get("experiences", 0),
             "guidelines_added": growth.get("guidelines", 0),
         }
-        history = [*state.get("history", []), record]
-        final_vote = combine_votes(history) if self.config.vote_scope == "all" else vote
-        stop_reason = self.stop_reason(record, answers)
-        return {"history": history, "final_answer": winner(final_vote), "stop_reason": stop_reason}
+        history = [*state.get("history", []), record][-self.config.history_window :]
+        totals = add_vote(state.get("vote_totals", {}), vote)
+        final_vote = totals if self.config.vote_scope == "all" else vote
+        return {
+            "history": history,
+            "vote_totals": totals,
+            "final_answer": winner(final_vote),
+            "stop_reason": self.stop_reason(record, answers),
+        }
 
     def stop_reason(self, record: IterationRecord, answers: list[str | None]) -> str | None:
         """Why the run ends after this iteration, or None to go on."""

@@ -1,0 +1,45 @@
+"""A run's iteration records, read back from its checkpoints.
+
+The state keeps only the last ``history_window`` iteration records (so it does not grow with
+the number of iterations); each record was in the state when its iteration ended, so the
+checkpoints hold them all.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from tmas.state import IterationRecord
+
+
+def iteration_records(checkpointer: BaseCheckpointSaver, run_id: str) -> list[IterationRecord]:
+    """Every iteration record of the latest run on thread ``run_id``, oldest first.
+
+    Checkpoints are read newest first; an iteration counter that goes up again marks an
+    earlier run on the same thread, where reading stops.
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas.config import TMASConfig
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> saver = InMemorySaver()
+        >>> graph = build_tmas_graph(TMASConfig(n_candidates=2, n_verifications=1,
+        ...     max_iterations=4, history_window=1), llm=ScriptedChatModel(), checkpointer=saver)
+        >>> state = graph.invoke({"problem": "9+9?"}, {"configurable": {"thread_id": "t"}})
+        >>> len(state["history"]), [r["iteration"] for r in iteration_records(saver, "t")]
+        (1, [1, 2, 3, 4])
+    """
+    records: dict[int, IterationRecord] = {}
+    newer_iteration: int | None = None
+    for found in checkpointer.list({"configurable": {"thread_id": run_id, "checkpoint_ns": ""}}):
+        values: dict[str, Any] = found.checkpoint.get("channel_values", {})
+        iteration = values.get("iteration", 0)
+        if newer_iteration is not None and iteration > newer_iteration:
+            break
+        newer_iteration = iteration
+        for record in values.get("history", []):
+            records.setdefault(record["iteration"], record)
+    return [records[i] for i in sorted(records)]
