@@ -204,3 +204,16 @@ def test_a_results_line_cut_short_by_a_kill_is_ignored_on_rerun(tmp_path: Path) 
     summary = evaluation(tmp_path, again).run()
     assert summary["finished"] == 3 and sum(again.calls.values()) == 0
     assert len(results.read_text().splitlines()) == 3
+
+
+def test_a_rerun_with_other_settings_does_not_continue_the_saved_runs(tmp_path: Path) -> None:
+    model = ScriptedChatModel()
+    evaluation(tmp_path, model).run()
+    calls = sum(model.calls.values())
+    changed = evaluation(tmp_path, model)
+    changed.config = CONFIG.model_copy(update={"n_candidates": CONFIG.n_candidates + 1})
+    summary = changed.run()
+    assert summary["failed"] == 3
+    assert sum(model.calls.values()) == calls  # no saved run was continued with the new settings
+    rows = [json.loads(line) for line in (tmp_path / "out" / RESULTS).read_text().splitlines()]
+    assert all("was saved with other settings" in row["error"] for row in rows)

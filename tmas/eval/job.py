@@ -18,6 +18,7 @@ from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.runner import RunManager, saved_state
+from tmas.runs import RunRecord
 from tmas.storage import StorageError, open_storage
 
 
@@ -58,6 +59,22 @@ def _worker_router(job: ProblemJob) -> ModelRouter:
     return _ROUTERS[key]
 
 
+def _settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
+    """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation."""
+    try:  # settings added since the run was saved take their defaults
+        saved = TMASConfig(**record.config).model_dump(mode="json")
+    except ValueError:
+        saved = record.config
+    if record.graph == job.spec.name and saved == job.config.model_dump(mode="json"):
+        return None
+    return (
+        f"run {record.run_id} was saved with other settings ({record.graph}, "
+        f"{record.config.get('n_candidates')}x{record.config.get('n_verifications')}, "
+        f"{record.config.get('max_iterations')} iterations); rerun with those settings or "
+        "write this evaluation to another --out folder"
+    )
+
+
 def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[str, Any]:
     """Start, resume or report the run of ``job`` and return its results row (never raises:
     a failure is reported in the row's ``error``)."""
@@ -72,6 +89,9 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     error = None
     try:
         if manager.registry.exists(run_id):
+            mismatch = _settings_mismatch(manager.registry.get(run_id), job)
+            if mismatch:
+                return result_row(problem, run_id, name, {}, None, mismatch)
             state = saved_state(storage, run_id)
             if state.get("stop_reason"):  # finished in an earlier invocation
                 return result_row(problem, run_id, name, state, job.previous_wall_s)
