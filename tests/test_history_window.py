@@ -63,3 +63,21 @@ def test_records_of_an_earlier_run_on_the_same_thread_are_not_mixed_in() -> None
     graph = build_tmas_graph(second, llm=ScriptedChatModel(), checkpointer=saver)
     graph.invoke({"problem": "What is 2 + 2?"}, thread)
     assert [r["iteration"] for r in iteration_records(saver, "reused")] == [1, 2, 3]
+
+
+def test_a_run_saved_before_running_totals_keeps_its_earlier_votes() -> None:
+    from tmas.nodes.selection import RecordIteration
+
+    old_history = [
+        {"iteration": 1, "vote": {"7": 3.0}},
+        {"iteration": 2, "vote": {"7": 2.0}},
+    ]
+    state = {
+        "iteration": 3,
+        "history": old_history,
+        "candidates": [{"index": 0, "answer": "18", "mode": "explore", "text": "18"}],
+        "verifications": [{"candidate_index": 0, "score": 1.0}],
+    }
+    update = RecordIteration(config(5))(state)  # type: ignore[arg-type]
+    assert update["vote_totals"] == {"7": 5.0, "18": 1.0}
+    assert update["final_answer"] == "7"

@@ -105,7 +105,10 @@ class RecordIteration:
             "guidelines_added": growth.get("guidelines", 0),
         }
         history = [*state.get("history", []), record][-self.config.history_window :]
-        totals = add_vote(state.get("vote_totals", {}), vote)
+        totals = state.get("vote_totals")
+        if totals is None:  # saved before running totals were kept: its history is complete
+            totals = tally(pair for old in state.get("history", []) for pair in old["vote"].items())
+        totals = add_vote(totals, vote)
         final_vote = totals if self.config.vote_scope == "all" else vote
         return {
             "history": history,
