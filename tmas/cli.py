@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tmas.checkpoint import StorageError, default_db_path
+from tmas.checkpoint import StorageError
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -33,30 +33,20 @@ from tmas.cli_common import (
     VerificationsOption,
     err,
     fail,
+    open_manager,
     out,
 )
 from tmas.cli_eval import compare, evaluate
+from tmas.cli_graph import graph
 from tmas.cli_input import read_documents, read_problem, run_options, setup_run
+from tmas.cli_trace import trace
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.llm.model_files import ModelFileError
 from tmas.report import iteration_table, runs_table
 from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
-from tmas.storage import is_database_url, open_storage
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-
-
-def open_manager(db: str | None, *, create: bool = True) -> RunManager:
-    """The run manager on ``db``; commands that only read refuse a SQLite file that is missing."""
-    target = db if is_database_url(db) else Path(db or default_db_path())
-    if not create and isinstance(target, Path) and not target.exists():
-        fail(f"no run database at {target}")
-    try:
-        return RunManager(open_storage(target))
-    except StorageError as exc:
-        fail(str(exc))
-        raise  # unreachable
 
 
 def finish(outcome: RunOutcome, as_json: bool) -> None:
@@ -222,6 +212,8 @@ def graphs() -> None:
 
 
 app.command("eval")(evaluate)
+app.command("graph")(graph)
+app.command("trace")(trace)
 app.command("compare")(compare)
 
 

@@ -1,12 +1,18 @@
-"""What the command-line modules share: consoles, common options, failing with a message."""
+"""What the command-line modules share: consoles, common options, failing with a message,
+opening the run database."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from tmas.checkpoint import StorageError, default_db_path
+from tmas.runner import RunManager
+from tmas.storage import is_database_url, open_storage
 
 out = Console()
 err = Console(stderr=True)
@@ -47,3 +53,15 @@ def fail(message: str, code: int = 2) -> None:
     """Print an error and exit non-zero."""
     err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
+
+
+def open_manager(db: str | None, *, create: bool = True) -> RunManager:
+    """The run manager on ``db``; commands that only read refuse a SQLite file that is missing."""
+    target = db if is_database_url(db) else Path(db or default_db_path())
+    if not create and isinstance(target, Path) and not target.exists():
+        fail(f"no run database at {target}")
+    try:
+        return RunManager(open_storage(target))
+    except StorageError as exc:
+        fail(str(exc))
+        raise  # unreachable

@@ -7,6 +7,7 @@ checkpoints hold them all.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -14,11 +15,39 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from tmas.state import IterationRecord
 
 
+def latest_run_states(checkpointer: BaseCheckpointSaver, run_id: str) -> Iterator[dict[str, Any]]:
+    """The state of every checkpoint of the latest run on thread ``run_id``, newest first.
+
+    An iteration counter that goes up again, reading backwards, marks an earlier run on the
+    same thread (a finished thread given a new problem), where reading stops. Close the
+    iterator (``contextlib.closing``) when stopping early: the saver holds its connection
+    until then.
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> [s.get("iteration") for s in latest_run_states(InMemorySaver(), "none")]
+        []
+    """
+    checkpoints = checkpointer.list({"configurable": {"thread_id": run_id, "checkpoint_ns": ""}})
+    newer_iteration: int | None = None
+    try:
+        for found in checkpoints:
+            values: dict[str, Any] = found.checkpoint.get("channel_values", {})
+            iteration = values.get("iteration", 0)
+            if newer_iteration is not None and iteration > newer_iteration:
+                return
+            newer_iteration = iteration
+            yield values
+    finally:
+        close = getattr(checkpoints, "close", None)
+        if close is not None:
+            close()
+
+
 def iteration_records(checkpointer: BaseCheckpointSaver, run_id: str) -> list[IterationRecord]:
     """Every iteration record of the latest run on thread ``run_id``, oldest first.
 
-    Checkpoints are read newest first; an iteration counter that goes up again marks an
-    earlier run on the same thread, where reading stops.
+    Records are gathered from every checkpoint of that run (:func:`latest_run_states`).
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
@@ -33,13 +62,7 @@ def iteration_records(checkpointer: BaseCheckpointSaver, run_id: str) -> list[It
         (1, [1, 2, 3, 4])
     """
     records: dict[int, IterationRecord] = {}
-    newer_iteration: int | None = None
-    for found in checkpointer.list({"configurable": {"thread_id": run_id, "checkpoint_ns": ""}}):
-        values: dict[str, Any] = found.checkpoint.get("channel_values", {})
-        iteration = values.get("iteration", 0)
-        if newer_iteration is not None and iteration > newer_iteration:
-            break
-        newer_iteration = iteration
+    for values in latest_run_states(checkpointer, run_id):
         for record in values.get("history", []):
             records.setdefault(record["iteration"], record)
     return [records[i] for i in sorted(records)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,12 @@ from tmas.runs import RunRecord
 from tmas.storage import Storage, as_storage
 
 DEFAULT_MAX_CONCURRENCY = 16
+ITERATION_END = "record_iteration"  # the node type after which a reviewed run pauses
+
+EventSink = Callable[[dict[str, Any]], None]
+# Called with the state after each iteration of a reviewed run; returns channel updates to
+# apply before the next iteration ({} for none), or None to stop there (resume later).
+Reviewer = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
 class RunBusyError(RuntimeError):
@@ -125,8 +132,13 @@ class RunManager:
         documents: list[str] | None = None,
         show_progress: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        on_event: EventSink | None = None,
+        review: Reviewer | None = None,
     ) -> RunOutcome:
-        """Register a new run and run it to the end (nothing is saved if the backend is bad)."""
+        """Register a new run and run it to the end (nothing is saved if the backend is bad).
+
+        ``on_event`` receives the agents' live events (:mod:`tmas.events`); ``review`` pauses
+        the run after each iteration (see ``Reviewer``)."""
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
         spec = spec or load_bundled("tmas")
@@ -142,7 +154,9 @@ class RunManager:
             topology=topology,
             documents=documents,
         )
-        return self._drive(self.registry.get(run_id), graph, config, spec, show_progress)
+        return self._drive(
+            self.registry.get(run_id), graph, config, spec, show_progress, on_event, review
+        )
 
     def resume(
         self,
@@ -150,6 +164,8 @@ class RunManager:
         *,
         show_progress: bool = True,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        on_event: EventSink | None = None,
+        review: Reviewer | None = None,
     ) -> RunOutcome:
         """Continue a saved run from its last checkpoint (a finished run is returned as is)."""
         record = self.registry.get(run_id)
@@ -165,7 +181,7 @@ class RunManager:
             record.config, record.backend, record.topology, max_concurrency
         )
         self.registry.set_status(run_id, "running")
-        return self._drive(record, graph, config, spec, show_progress)
+        return self._drive(record, graph, config, spec, show_progress, on_event, review)
 
     def _drive(
         self,
@@ -174,40 +190,79 @@ class RunManager:
         config: TMASConfig,
         spec: GraphSpec,
         show_progress: bool,
+        on_event: EventSink | None = None,
+        review: Reviewer | None = None,
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
         state = saved_state(self.storage, record.run_id, full_history=False)
-        first_input = None
+        next_input = None
         if not state:
-            first_input = {
+            next_input = {
                 "problem": record.problem,
                 "gold_answer": record.gold_answer,
                 "config": record.config,
                 "documents": record.documents or [],
             }
+        pause_after = [iteration_end_node(spec)] if review is not None else None
+        modes = ["tasks", "updates", *(["custom"] if on_event else [])]
         tracker = ProgressTracker(
             estimate_calls(spec, config) * config.max_iterations, config.max_iterations, state
         )
+        paused = False
         try:
-            with ProgressDisplay(tracker, enabled=show_progress) as display:
-                for mode, chunk in graph.stream(
-                    first_input, cfg, stream_mode=["tasks", "updates"], durability="sync"
-                ):
-                    display.observe(mode, chunk)
+            while True:
+                with ProgressDisplay(tracker, enabled=show_progress) as display:
+                    for mode, chunk in graph.stream(
+                        next_input,
+                        cfg,
+                        stream_mode=modes,
+                        durability="sync",
+                        interrupt_after=pause_after,
+                    ):
+                        if mode == "custom":
+                            on_event(chunk)  # type: ignore[misc]
+                        else:
+                            display.observe(mode, chunk)
+                snapshot = graph.get_state(cfg)
+                if review is None or not snapshot.next:
+                    break
+                edits = review(dict(snapshot.values))
+                if edits is None:
+                    paused = True
+                    break
+                if edits:
+                    graph.update_state(cfg, edits)
+                next_input = None
         except BaseException as exc:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")
             raise
         final = saved_state(self.storage, record.run_id)
-        self.registry.set_status(
-            record.run_id, "finished" if final.get("stop_reason") else "stopped"
-        )
+        status = "finished" if final.get("stop_reason") else ("paused" if paused else "stopped")
+        self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final)
 
     def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
-        """finished / running / interrupted / failed, from the registry and the checkpoint."""
+        """finished / running / paused / interrupted / failed, from the registry and the
+        checkpoint."""
         if state.get("stop_reason"):
             return "finished"
         if record.status == "running" and record.process_alive():
             return "running"
-        return "failed" if record.status == "failed" else "interrupted"
+        if record.status in ("failed", "paused"):
+            return record.status
+        return "interrupted"
+
+
+def iteration_end_node(spec: GraphSpec) -> str:
+    """The node after which an iteration is over (where a reviewed run pauses, and from whose
+    checkpoint a run is forked); ValueError for topologies without iterations.
+
+    Example:
+        >>> iteration_end_node(load_bundled("tmas"))
+        'record_iteration'
+    """
+    for node in spec.nodes:
+        if node.type == ITERATION_END:
+            return node.id
+    raise ValueError(f"topology {spec.name!r} has no {ITERATION_END} node: it has no iterations")

@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec
+from tmas.graphs.diagram_common import fanout_targets, node_label, spec_arcs
+from tmas.graphs.spec import END, START, GraphSpec
 
 
 def _node_line(node_id: str, label: str, shape: str) -> str:
     left, right = {"round": ("([", "])"), "box": ("[", "]"), "fan": ("[[", "]]")}[shape]
     return f'    {node_id}{left}"{label}"{right}'
-
-
-def _fanout_label(edge: EdgeSpec) -> str:
-    assert edge.fanout is not None
-    if edge.fanout.tasks:
-        return f"fan-out: {edge.fanout.tasks}"
-    if edge.fanout.over:
-        return f"fan-out over {edge.fanout.over}"
-    return f"fan-out x{edge.fanout.copies}"
 
 
 def spec_to_mermaid(spec: GraphSpec) -> str:
@@ -28,21 +20,17 @@ def spec_to_mermaid(spec: GraphSpec) -> str:
         >>> print(spec_to_mermaid(load_bundled("majority_vote")).splitlines()[0])
         flowchart TD
     """
-    fanned = {t for e in spec.edges if e.fanout for t in e.targets}
+    fanned = fanout_targets(spec)
     lines = ["flowchart TD", _node_line(START, "START", "round"), _node_line(END, "END", "round")]
     for node in spec.nodes:
-        label = node.id if node.id == node.type else f"{node.id}: {node.type}"
-        lines.append(_node_line(node.id, label, "fan" if node.id in fanned else "box"))
-    for edge in spec.edges:
-        if edge.until:
-            lines.append(f'    {edge.source} -- "loop until not {edge.until}" --> {edge.target}')
-            lines.append(f'    {edge.source} -- "{edge.until}" --> {edge.exit}')
-        elif edge.fanout:
-            for target in edge.targets:
-                lines.append(f'    {edge.source} -. "{_fanout_label(edge)}" .-> {target}')
+        lines.append(_node_line(node.id, node_label(node), "fan" if node.id in fanned else "box"))
+    for arc in spec_arcs(spec):
+        if arc.kind in ("loop", "exit"):
+            lines.append(f'    {arc.source} -- "{arc.label}" --> {arc.target}')
+        elif arc.kind == "fanout":
+            lines.append(f'    {arc.source} -. "{arc.label}" .-> {arc.target}')
         else:
-            for target in edge.targets:
-                lines.append(f"    {edge.source} --> {target}")
+            lines.append(f"    {arc.source} --> {arc.target}")
     return "\n".join(lines) + "\n"
 
 

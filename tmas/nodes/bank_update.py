@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.events import emit
 from tmas.memory.banks import merge_into_bank
 from tmas.state import RunState
 
@@ -38,6 +39,19 @@ class UpdateBanks:
             cap=self.config.guideline_cap,
             id_prefix="g",
         )
+        for kind, old, new in (
+            ("experience_added", state.get("experience_bank", []), experience_bank),
+            ("guideline_added", state.get("guideline_bank", []), guideline_bank),
+        ):
+            kept = {item["id"] for item in old}
+            for item in new:
+                if item["id"] not in kept:
+                    emit(
+                        kind,
+                        iteration=item["iteration"],
+                        source_index=item["source_index"],
+                        text=item["text"],
+                    )
         return {
             "experience_bank": experience_bank,
             "guideline_bank": guideline_bank,

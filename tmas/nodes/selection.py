@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.events import emit
 from tmas.grading import pass_at_1
 from tmas.nodes.summarizer import mean_score
 from tmas.parsing import normalize_answer
@@ -110,6 +111,13 @@ class RecordIteration:
             totals = tally(pair for old in state.get("history", []) for pair in old["vote"].items())
         totals = add_vote(totals, vote)
         final_vote = totals if self.config.vote_scope == "all" else vote
+        emit(
+            "iteration",
+            iteration=record["iteration"],
+            voted_answer=record["voted_answer"],
+            vote=vote,
+            final_answer=winner(final_vote),
+        )
         return {
             "history": history,
             "vote_totals": totals,

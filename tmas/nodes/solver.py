@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.events import emit
 from tmas.llm.router import ModelRouter
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
@@ -135,6 +136,14 @@ class Solve:
             "output_tokens": reply.output_tokens,
             "experience_ids": [e["id"] for e in task.get("experiences", [])],
         }
+        emit(
+            "candidate",
+            iteration=plan["iteration"],
+            index=plan["index"],
+            mode=plan["mode"],
+            answer=parsed.value,
+            output_tokens=reply.output_tokens,
+        )
         return agent_update(
             "candidates",
             [candidate],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.events import emit
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
 from tmas.nodes.common import agent_update
@@ -81,6 +82,14 @@ class Verify:
             "verdict": verdict,
             "score": score,
         }
+        emit(
+            "verdict",
+            iteration=task["iteration"],
+            candidate_index=task["candidate_index"],
+            check_index=task["check_index"],
+            verdict=verdict,
+            score=score,
+        )
         return agent_update(
             "verifications",
             [verification],
