@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from tmas.checkpoint import StorageError
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -26,9 +22,11 @@ from tmas.cli_common import (
     ModelOption,
     NCtxOption,
     PluginOption,
+    ReviewOption,
     RoleBaseUrlOption,
     RoleModelOption,
     SetOption,
+    StreamOption,
     ThreadsOption,
     VerificationsOption,
     err,
@@ -37,49 +35,18 @@ from tmas.cli_common import (
     out,
 )
 from tmas.cli_eval import compare, evaluate
+from tmas.cli_fork import fork
 from tmas.cli_graph import graph
 from tmas.cli_input import read_documents, read_problem, run_options, setup_run
+from tmas.cli_run import drive, finish, live_options
 from tmas.cli_trace import trace
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.llm.model_files import ModelFileError
-from tmas.report import iteration_table, runs_table
-from tmas.runner import RunBusyError, RunManager, RunOutcome, saved_state
+from tmas.report import runs_table
+from tmas.runner import RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-
-
-def finish(outcome: RunOutcome, as_json: bool) -> None:
-    state = outcome.state
-    if as_json:
-        keys = ("final_answer", "stop_reason", "history", "usage")
-        out.print_json(json.dumps({"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}))
-        return
-    out.print(iteration_table(state))
-    out.print(f"run {outcome.run_id}: answer [bold]{escape(str(state.get('final_answer')))}[/]")
-
-
-def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
-    """Run ``action`` (a start or a resume), turning every failure into a message and an exit
-    code; tells how to continue when the run was saved."""
-    try:
-        return action()
-    except KeyboardInterrupt:
-        if manager.registry.exists(run_id):
-            err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
-        else:
-            err.print("\ninterrupted before the run was saved")
-        sys.stderr.flush()
-        os._exit(130)
-    except RunBusyError as exc:
-        fail(str(exc))
-    except Exception as exc:  # noqa: BLE001 - report, keep the checkpoint, exit non-zero
-        known = isinstance(exc, ModelFileError | ValueError | StorageError)
-        message = str(exc) if known else f"{type(exc).__name__}: {exc}"
-        if manager.registry.exists(run_id):
-            message += f"\nthe run is saved; continue with: tmas resume {run_id}"
-        fail(message, 1)
-    raise AssertionError("unreachable")
 
 
 @app.command()
@@ -110,6 +77,8 @@ def solve(
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
+    stream: StreamOption = False,
+    review: ReviewOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Run a reasoning topology (TMAS by default) on one problem and print the answer."""
@@ -145,6 +114,7 @@ def solve(
             documents=documents,
             show_progress=not quiet,
             max_concurrency=max_concurrency,
+            **live_options(stream, review),
         ),
         run_id,
         manager,
@@ -158,16 +128,24 @@ def resume(
     db: DbOption = None,
     max_concurrency: ConcurrencyOption = 16,
     quiet: bool = False,
+    stream: StreamOption = False,
+    review: ReviewOption = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Continue an interrupted run from its last checkpoint, repeating no finished call."""
+    """Continue an interrupted or paused run from its last checkpoint, repeating no finished
+    call."""
     manager = open_manager(db, create=False)
     try:
         manager.registry.get(run_id)
     except UnknownRunError as exc:
         fail(str(exc))
     outcome = drive(
-        lambda: manager.resume(run_id, show_progress=not quiet, max_concurrency=max_concurrency),
+        lambda: manager.resume(
+            run_id,
+            show_progress=not quiet,
+            max_concurrency=max_concurrency,
+            **live_options(stream, review),
+        ),
         run_id,
         manager,
     )
@@ -213,6 +191,7 @@ def graphs() -> None:
 
 app.command("eval")(evaluate)
 app.command("graph")(graph)
+app.command("fork")(fork)
 app.command("trace")(trace)
 app.command("compare")(compare)
 

@@ -27,6 +27,12 @@ DbOption = Annotated[
 ]
 ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+StreamOption = Annotated[
+    bool, typer.Option("--stream", help="print each candidate, verdict and bank item live")
+]
+ReviewOption = Annotated[
+    bool, typer.Option("--review", help="pause after each iteration to inspect or edit banks")
+]
 
 # Options shared by the commands that run topologies (solve, eval).
 GraphOption = Annotated[str, typer.Option(help="bundled topology name or spec file")]

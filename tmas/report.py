@@ -51,9 +51,10 @@ def iteration_table(state: dict[str, Any]) -> Table:
 
 
 def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
-    """One row per run: id, created, status, iterations done, answer, problem head."""
+    """One row per run: id, created, status, iterations done, answer, parent run (of a fork),
+    problem head."""
     table = Table(title="Runs", box=box.SIMPLE)
-    for column in ("id", "created", "status", "iters", "answer"):
+    for column in ("id", "created", "status", "iters", "answer", "parent"):
         table.add_column(column, no_wrap=True)
     table.add_column("problem", overflow="ellipsis", no_wrap=True, max_width=PROBLEM_HEAD)
     for record, state, status in rows:
@@ -68,6 +69,7 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
             status,
             f"{done}/{total}",
             str(state.get("final_answer") or "-"),
+            record.parent_run_id or "-",
             head,
         )
     return table

@@ -39,6 +39,7 @@ class RunOutcome:
 
     run_id: str
     state: dict[str, Any]
+    paused: bool = False  # stopped by a reviewer after an iteration; resume to go on
 
     @property
     def finished(self) -> bool:
@@ -240,7 +241,7 @@ class RunManager:
         final = saved_state(self.storage, record.run_id)
         status = "finished" if final.get("stop_reason") else ("paused" if paused else "stopped")
         self.registry.set_status(record.run_id, status)
-        return RunOutcome(record.run_id, final)
+        return RunOutcome(record.run_id, final, paused)
 
     def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
         """finished / running / paused / interrupted / failed, from the registry and the

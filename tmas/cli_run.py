@@ -1,0 +1,66 @@
+"""Driving a run from the command line: live options, the final report, failures as exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.markup import escape
+
+from tmas.checkpoint import StorageError
+from tmas.cli_common import err, fail, out
+from tmas.cli_live import event_printer, terminal_reviewer
+from tmas.llm.model_files import ModelFileError
+from tmas.report import iteration_table
+from tmas.runner import RunBusyError, RunManager, RunOutcome
+
+
+def live_options(stream: bool, review: bool) -> dict[str, Any]:
+    """The ``on_event`` and ``review`` arguments of a start or resume from ``--stream`` and
+    ``--review``."""
+    return {
+        "on_event": event_printer(err) if stream else None,
+        "review": terminal_reviewer(err) if review else None,
+    }
+
+
+def finish(outcome: RunOutcome, as_json: bool) -> None:
+    state = outcome.state
+    if outcome.paused and not as_json:
+        done = (state.get("history") or [{"iteration": 0}])[-1]["iteration"]
+        err.print(
+            f"paused after iteration {done}; continue with: tmas resume {outcome.run_id} "
+            "(--review to keep reviewing)",
+            markup=False,
+        )
+    if as_json:
+        keys = ("final_answer", "stop_reason", "history", "usage")
+        out.print_json(json.dumps({"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}))
+        return
+    out.print(iteration_table(state))
+    out.print(f"run {outcome.run_id}: answer [bold]{escape(str(state.get('final_answer')))}[/]")
+
+
+def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
+    """Run ``action`` (a start or a resume), turning every failure into a message and an exit
+    code; tells how to continue when the run was saved."""
+    try:
+        return action()
+    except KeyboardInterrupt:
+        if manager.registry.exists(run_id):
+            err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
+        else:
+            err.print("\ninterrupted before the run was saved")
+        sys.stderr.flush()
+        os._exit(130)
+    except RunBusyError as exc:
+        fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - report, keep the checkpoint, exit non-zero
+        known = isinstance(exc, ModelFileError | ValueError | StorageError)
+        message = str(exc) if known else f"{type(exc).__name__}: {exc}"
+        if manager.registry.exists(run_id):
+            message += f"\nthe run is saved; continue with: tmas resume {run_id}"
+        fail(message, 1)
+    raise AssertionError("unreachable")
