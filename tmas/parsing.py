@@ -60,13 +60,15 @@ def extract_answer(text: str) -> Parsed:
         '21'
         >>> extract_answer("So the final answer is $72$.").value
         '72'
+        >>> extract_answer("The answer is 3,").value
+        '3'
     """
     boxed = [b for b in _boxed_contents(text or "") if b]
     if boxed:
         return Parsed(boxed[-1])
     matches = _FALLBACK_ANSWER.findall(text or "")
     if matches:
-        answer = matches[-1].strip()
+        answer = matches[-1].strip().rstrip(",;:").strip()
         words = len(answer.split())
         if words > 3 or (words > 1 and not any(ch.isdigit() for ch in answer)):
             # a phrase, not an answer: keep its last number, if any
