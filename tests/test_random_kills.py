@@ -1,0 +1,110 @@
+"""A run killed with SIGKILL at 10 random points and resumed after each kill completes with
+the uninterrupted run's answers, repeating no call except those in flight at a kill."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from tmas.checkpoint import connect
+from tmas.runner import saved_state
+from tmas.testing.fake_openai_server import FakeOpenAIServer
+
+N, M, T = 3, 2, 3
+CONCURRENCY = 2
+CALLS = (N + N * M + 3 * N) * T
+KILLS = 10
+
+pytestmark = pytest.mark.slow
+
+
+def command(server: FakeOpenAIServer, db: Path, first: bool) -> list[str]:
+    common = ["--db", str(db), "--quiet", "--max-concurrency", str(CONCURRENCY)]
+    if not first:
+        return [sys.executable, "-m", "tmas.cli", "resume", "run", *common]
+    return [
+        sys.executable,
+        "-m",
+        "tmas.cli",
+        "solve",
+        "What is 9 + 9?",
+        "--gold",
+        "18",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "scripted",
+        "-n",
+        str(N),
+        "-m",
+        str(M),
+        "-t",
+        str(T),
+        "--run-id",
+        "run",
+        *common,
+    ]
+
+
+def test_ten_random_kills_lose_nothing(tmp_path: Path) -> None:
+    env = {**os.environ, "TMAS_HOME": str(tmp_path)}
+    with FakeOpenAIServer(latency_s=0.01) as server:
+        subprocess.run(
+            command(server, tmp_path / "whole.sqlite", True),
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        assert server.request_count == CALLS
+    whole = saved_state(connect(tmp_path / "whole.sqlite"), "run")
+
+    rng = random.Random(20261130)
+    kill_points = sorted(rng.sample(range(2, CALLS - 1), KILLS))  # served-call counts
+    delays = [rng.uniform(0.0, 0.03) for _ in kill_points]  # land between calls, too
+    db = tmp_path / "killed.sqlite"
+    killed = 0
+    proc: subprocess.Popen | None = None
+    armed = threading.Event()
+
+    def maybe_kill(count: int) -> None:
+        if killed < KILLS and count >= kill_points[killed] and armed.is_set():
+            armed.clear()
+            target = proc
+            threading.Timer(delays[killed], lambda: target and target.kill()).start()
+
+    with FakeOpenAIServer(latency_s=0.01, on_complete=maybe_kill) as server:
+        attempts = 0
+        while True:
+            attempts += 1
+            assert attempts <= KILLS + 2, "the run never finished"
+            armed.set()
+            proc = subprocess.Popen(
+                command(server, db, attempts == 1),
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            _, stderr = proc.communicate(timeout=120)
+            if proc.returncode == -signal.SIGKILL:
+                killed += 1
+                continue
+            assert proc.returncode == 0, stderr.decode()
+            state = saved_state(connect(db), "run")
+            if state.get("stop_reason"):
+                break
+        total = server.request_count
+
+    assert killed == KILLS
+    # Only calls in flight at a kill (at most one per concurrent slot) may be made again.
+    assert CALLS <= total <= CALLS + CONCURRENCY * KILLS
+    assert state["final_answer"] == whole["final_answer"]
+    assert [h["answers"] for h in state["history"]] == [h["answers"] for h in whole["history"]]
+    assert state["usage"]["solver"]["calls"] == whole["usage"]["solver"]["calls"]
