@@ -34,6 +34,7 @@ ROW_KEYS = {
     "pass_at_1",
     "usage",
     "llm_calls",
+    "failed_calls",
     "tokens_in",
     "tokens_out",
     "wall_s",
@@ -100,13 +101,17 @@ def evaluation(tmp_path: Path, model: ScriptedChatModel, concurrency: int = 2) -
 
 def test_rerun_skips_finished_problems_and_finishes_the_failed_one(tmp_path: Path) -> None:
     per_problem = CONFIG.calls_per_iteration() * CONFIG.max_iterations
-    flaky = ScriptedChatModel(fail_when=lambda role, n: role == "guideline" and n == 3)
+    # Problems run one after another, each making N=2 solver calls per iteration: every solver
+    # call of the second problem's second iteration fails, which stops that run.
+    flaky = ScriptedChatModel(fail_when=lambda role, n: role == "solver" and n in (7, 8))
     first = evaluation(tmp_path, flaky, concurrency=1).run()
     assert (first["finished"], first["failed"]) == (2, 1)
     rows = [json.loads(line) for line in (tmp_path / "out" / RESULTS).read_text().splitlines()]
     assert [r["status"] for r in rows].count("failed") == 1
     failed = next(r for r in rows if r["status"] == "failed")
-    assert "scripted failure" in failed["error"]
+    assert "every solver call of iteration 2 failed" in failed["error"]
+    assert "scripted failure of solver call 8" in failed["error"]
+    assert failed["failed_calls"] == 2
 
     healthy = ScriptedChatModel()
     second = evaluation(tmp_path, healthy).run()
@@ -117,6 +122,7 @@ def test_rerun_skips_finished_problems_and_finishes_the_failed_one(tmp_path: Pat
     assert [r["id"] for r in rows] == [p.id for p in load_problems("gsm8k", limit=3)]
     assert all(set(r) == ROW_KEYS and r["status"] == "finished" for r in rows)
     assert all(r["llm_calls"] == per_problem and len(r["pass_at_1"]) == 2 for r in rows)
+    assert [r["failed_calls"] for r in rows] == [0, 2, 0]  # kept across the resume
     summary = json.loads((tmp_path / "out" / SUMMARY).read_text())
     assert summary["finished"] == 3 and len(summary["pass_at_1_per_iteration"]) == 2
 

@@ -15,9 +15,9 @@ from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager
+from tmas.runner import RunManager, saved_state
 from tmas.storage import open_storage
-from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 PROBLEM = "What is 9 + 9?"
@@ -71,8 +71,14 @@ def test_a_failed_run_resumes_on_postgres_as_an_unbroken_run_ends(postgres_url: 
         backend=BackendSpec(),
         show_progress=False,
     )
-    failing = ScriptedChatModel(fail_when=lambda role, n: role == "verifier" and n == 9)
-    with pytest.raises(RuntimeError):
+
+    def crash_on_ninth_check(role: str | None, n: int) -> bool:
+        if role == "verifier" and n == 9:
+            raise SimulatedCrash("crash during a check")
+        return False
+
+    failing = ScriptedChatModel(fail_when=crash_on_ninth_check)
+    with pytest.raises(SimulatedCrash):
         manager_on(postgres_url, failing).start(
             "broken",
             problem=PROBLEM,
@@ -113,8 +119,9 @@ def test_delm_keeps_its_shared_board_in_postgres(postgres_url: str) -> None:
         storage.close()
 
 
+@pytest.mark.slow
 def test_several_processes_share_one_new_postgres_database(postgres_url: str) -> None:
-    processes = 4
+    processes = 8
     with FakeOpenAIServer() as server:
         command = [sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--db", postgres_url]
         running = [
@@ -134,6 +141,10 @@ def test_several_processes_share_one_new_postgres_database(postgres_url: str) ->
         records = storage.registry.all()
         assert sorted(r.run_id for r in records) == [f"p{i}" for i in range(processes)]
         assert {r.status for r in records} == {"finished"}
+        for record in records:  # every run saved whole, none mixed up with another
+            state = saved_state(storage, record.run_id)
+            assert state["final_answer"] == "18"
+            assert [h["iteration"] for h in state["history"]] == [1, 2]
     finally:
         storage.close()
 

@@ -1,4 +1,7 @@
-"""A node fails mid-run; resuming repeats no finished call and ends as an unbroken run would."""
+"""A run crashes mid-call; resuming repeats no finished call and ends as an unbroken run would.
+
+A model call that fails is recorded and left out (``tests/test_llm_faults.py``); what stops a run
+is a crash: ``SimulatedCrash`` stands for the process dying during a call."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from tmas.graphs import build_tmas_graph
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.runner import RunManager
-from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 
 N, M, T = 3, 2, 3
 PROBLEM = "What is 9 + 9?"
@@ -34,7 +37,14 @@ FAILURES = [
 
 
 def fail_on(role: str, number: int) -> Callable[[str | None, int], bool]:
-    return lambda r, n: r == role and n == number
+    """Crash the run during one call."""
+
+    def check(r: str | None, n: int) -> bool:
+        if r == role and n == number:
+            raise SimulatedCrash(f"crash during {role} call {number}")
+        return False
+
+    return check
 
 
 def uninterrupted() -> dict[str, Any]:
@@ -58,7 +68,7 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
     failing = ScriptedChatModel(fail_when=fail_on(role, number))
     saver = open_checkpointer(connect(db))
     graph = build_tmas_graph(CONFIG, llm=failing, checkpointer=saver)
-    with pytest.raises(RuntimeError, match=f"scripted failure of {role} call {number}"):
+    with pytest.raises(SimulatedCrash, match=f"crash during {role} call {number}"):
         graph.invoke({"problem": PROBLEM}, THREAD)
     before = failing.calls
     assert before[role] >= number
@@ -112,11 +122,24 @@ def test_transient_failure_is_retried_when_retries_are_allowed() -> None:
     assert_same_outcome(state, uninterrupted())
 
 
-def test_transient_failure_is_not_retried_with_zero_retries() -> None:
+def test_transient_failure_is_recorded_with_zero_retries() -> None:
     model = ScriptedChatModel(fail_when=transient_failure_on("verifier", 4))
-    with pytest.raises(ConnectionError):
-        build_tmas_graph(CONFIG, llm=model).invoke({"problem": PROBLEM})
-    assert model.calls["solver"] == N
+    state = build_tmas_graph(CONFIG, llm=model).invoke({"problem": PROBLEM})
+    assert state["stop_reason"] == "max_iterations"
+    assert model.calls["verifier"] == N * M * T  # not retried
+    assert state["usage"]["verifier"]["calls"] == N * M * T - 1
+    assert state["usage"]["verifier"]["failed_calls"] == 1
+    (failure,) = state["call_failures"]
+    assert failure["role"] == "verifier" and "ConnectionError" in failure["error"]
+
+
+def test_failed_call_is_not_retried_even_when_retries_are_allowed() -> None:
+    model = ScriptedChatModel(fail_when=lambda role, n: role == "summary" and n == 2)
+    config = CONFIG.model_copy(update={"max_retries": 3})
+    state = build_tmas_graph(config, llm=model).invoke({"problem": PROBLEM})
+    assert model.calls["summary"] == N * T  # a non-transient failure is not retried
+    assert state["usage"]["summary"]["failed_calls"] == 1
+    assert "scripted failure of summary call 2" in state["call_failures"][0]["error"]
 
 
 def router_for(model: ScriptedChatModel) -> Callable[[dict, TMASConfig], ModelRouter]:
@@ -127,7 +150,7 @@ def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
     conn = connect(tmp_path / "runs.sqlite")
     failing = ScriptedChatModel(fail_when=fail_on("verifier", N * M + 3))
     manager = RunManager(conn, router_factory=router_for(failing))
-    with pytest.raises(RuntimeError, match="scripted failure"):
+    with pytest.raises(SimulatedCrash):
         manager.start(
             "r1",
             problem=PROBLEM,
@@ -139,7 +162,7 @@ def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
         )
     record = manager.registry.get("r1")
     assert record.status == "failed"
-    assert record.error is not None and "scripted failure" in record.error
+    assert record.error is not None and "SimulatedCrash: crash during verifier" in record.error
     before = failing.calls
 
     fresh = ScriptedChatModel()

@@ -70,7 +70,19 @@ class TMASConfig(BaseModel):
         default=2,
         ge=0,
         le=20,
-        description="retries of a transient failure (connection errors, HTTP 429/5xx)",
+        description="retries of a transient failure (connection errors, timeouts, HTTP 429/5xx)",
+    )
+    retry_initial_interval: float = Field(
+        default=0.5, gt=0.0, le=600.0, description="seconds before the first retry"
+    )
+    retry_backoff_factor: float = Field(
+        default=2.0, ge=1.0, le=10.0, description="growth of the wait after each retry"
+    )
+    retry_max_interval: float = Field(
+        default=30.0, gt=0.0, le=3600.0, description="the longest wait between retries"
+    )
+    retry_jitter: bool = Field(
+        default=True, description="add a random wait of up to 1 s to each retry"
     )
     roles: dict[Role, RoleModel] = Field(default_factory=dict)
 

@@ -10,12 +10,13 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec, estimate_calls, spec_uses_store
+from tmas.graphs.compiler import compile_spec, estimate_calls, solver_nodes, spec_uses_store
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.history import iteration_records
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
+from tmas.nodes.failures import solver_replay
 from tmas.progress import ProgressDisplay, ProgressTracker
 from tmas.runs import RunRecord
 from tmas.storage import Storage, as_storage
@@ -168,7 +169,8 @@ class RunManager:
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
     ) -> RunOutcome:
-        """Continue a saved run from its last checkpoint (a finished run is returned as is)."""
+        """Continue a saved run from its last checkpoint (a finished run is returned as is);
+        a run stopped because every solver call of an iteration failed makes those calls again."""
         record = self.registry.get(run_id)
         state = saved_state(self.storage, run_id)
         if state.get("stop_reason"):
@@ -196,7 +198,8 @@ class RunManager:
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
         state = saved_state(self.storage, record.run_id, full_history=False)
-        next_input = None
+        next_input: Any = None
+        start_cfg = cfg
         if not state:
             next_input = {
                 "problem": record.problem,
@@ -204,6 +207,8 @@ class RunManager:
                 "config": record.config,
                 "documents": record.documents or [],
             }
+        elif (replay := solver_replay(graph, cfg, solver_nodes(spec))) is not None:
+            start_cfg, next_input = replay  # every solver call of the iteration failed: again
         pause_after = [iteration_end_node(spec)] if review is not None else None
         modes = ["tasks", "updates", *(["custom"] if on_event else [])]
         tracker = ProgressTracker(
@@ -215,7 +220,7 @@ class RunManager:
                 with ProgressDisplay(tracker, enabled=show_progress) as display:
                     for mode, chunk in graph.stream(
                         next_input,
-                        cfg,
+                        start_cfg,
                         stream_mode=modes,
                         durability="sync",
                         interrupt_after=pause_after,
@@ -233,7 +238,7 @@ class RunManager:
                     break
                 if edits:
                     graph.update_state(cfg, edits)
-                next_input = None
+                next_input, start_cfg = None, cfg
         except BaseException as exc:
             status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")

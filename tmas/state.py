@@ -7,7 +7,8 @@ from parallel branches and cleared with the ``RESET`` marker at the start of an 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 Mode = Literal["initial", "exploit", "explore", "reference", "aggregate", "experience"]
 
@@ -37,7 +38,8 @@ class Plan(TypedDict):
 
 
 class Candidate(TypedDict):
-    """One solution rollout."""
+    """One solution rollout; a failed solver call leaves one with empty text, no answer and
+    its ``error`` (it is not verified, summarized, reflected on or voted)."""
 
     iteration: int
     index: int
@@ -48,10 +50,12 @@ class Candidate(TypedDict):
     input_tokens: int
     output_tokens: int
     experience_ids: list[str]
+    error: NotRequired[str]
 
 
 class Verification(TypedDict):
-    """One independent check of one candidate."""
+    """One independent check of one candidate; a failed call gives verdict "unknown", no score
+    and its ``error``."""
 
     iteration: int
     candidate_index: int
@@ -59,15 +63,18 @@ class Verification(TypedDict):
     text: str
     verdict: Literal["correct", "incorrect", "unknown"]
     score: float | None
+    error: NotRequired[str]
 
 
 class Summary(TypedDict):
-    """The condensed verification feedback of one candidate."""
+    """The condensed verification feedback of one candidate (empty text and an ``error`` when
+    the summary call failed; the mean score is still known)."""
 
     iteration: int
     candidate_index: int
     text: str
     mean_score: float | None
+    error: NotRequired[str]
 
 
 class Experience(TypedDict):
@@ -107,11 +114,33 @@ class IterationRecord(TypedDict):
 
 
 class Usage(TypedDict):
-    """LLM calls and tokens of one role."""
+    """LLM calls and tokens of one role; ``failed_calls`` counts the calls that failed for good
+    (after their retries), present once one did."""
 
     calls: int
     input_tokens: int
     output_tokens: int
+    failed_calls: NotRequired[int]
+
+
+class CallFailure(TypedDict):
+    """One model call that failed for good and was left out of the run."""
+
+    iteration: int | None
+    role: str
+    node: str
+    index: int | None
+    error: str
+
+
+def failed(item: Mapping[str, Any]) -> bool:
+    """Whether a candidate, verification or summary records a failed model call.
+
+    Example:
+        >>> failed({"answer": None, "error": "solver call failed: ..."}), failed({"answer": "3"})
+        (True, False)
+    """
+    return bool(item.get("error"))
 
 
 def merge_per_iteration(left: list | None, right: list | None) -> list:
@@ -136,7 +165,8 @@ PARSE_ISSUE_CAP = 200
 
 
 def append_capped(left: list | None, right: list | None) -> list:
-    """Append ``right`` to ``left`` and keep only the newest ``PARSE_ISSUE_CAP`` items.
+    """Append ``right`` to ``left`` and keep only the newest ``PARSE_ISSUE_CAP`` items (parse
+    issues, call failures).
 
     Example:
         >>> len(append_capped(list(range(PARSE_ISSUE_CAP)), [1, 2]))
@@ -152,12 +182,17 @@ def add_usage(left: dict | None, right: dict | None) -> dict[str, Usage]:
         >>> add_usage({"solver": {"calls": 1, "input_tokens": 5, "output_tokens": 7}},
         ...           {"solver": {"calls": 1, "input_tokens": 1, "output_tokens": 1}})["solver"]
         {'calls': 2, 'input_tokens': 6, 'output_tokens': 8}
+        >>> add_usage({"verifier": {"calls": 2, "input_tokens": 5, "output_tokens": 7}},
+        ...           {"verifier": {"failed_calls": 1}})["verifier"]["failed_calls"]
+        1
     """
     total: dict[str, Usage] = {k: dict(v) for k, v in (left or {}).items()}  # type: ignore[misc]
     for role, usage in (right or {}).items():
         mine = total.setdefault(role, {"calls": 0, "input_tokens": 0, "output_tokens": 0})
         for key in ("calls", "input_tokens", "output_tokens"):
             mine[key] = mine.get(key, 0) + int(usage.get(key, 0))
+        if "failed_calls" in usage:
+            mine["failed_calls"] = mine.get("failed_calls", 0) + int(usage["failed_calls"])
     return total
 
 
@@ -169,7 +204,8 @@ class RunState(TypedDict, total=False):
     the rollouts of iteration t-1 that exploitation repairs. ``history`` keeps the records of
     the last ``history_window`` iterations and ``vote_totals`` the vote over all of them, so
     the state stays the same size however long a run is; every record stays in the
-    checkpoints (:func:`tmas.history.iteration_records`).
+    checkpoints (:func:`tmas.history.iteration_records`). ``call_failures`` keeps the newest
+    model calls that failed for good, and ``usage`` counts them per role.
     """
 
     problem: str
@@ -190,6 +226,7 @@ class RunState(TypedDict, total=False):
     history: list[IterationRecord]
     vote_totals: dict[str, float]
     parse_issues: Annotated[list[ParseIssue], append_capped]
+    call_failures: Annotated[list[CallFailure], append_capped]
     usage: Annotated[dict[str, Usage], add_usage]
     final_answer: str | None
     stop_reason: str | None

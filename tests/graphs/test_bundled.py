@@ -25,7 +25,7 @@ from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled, resolv
 from tmas.graphs.compiler import compile_spec, estimate_calls
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
-from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 
 # ---- validation and listing ----------------------------------------------------------------
 
@@ -160,11 +160,15 @@ def test_bundled_topology_resumes_after_a_failed_call(name: str) -> None:
 
     saver = InMemorySaver()
     thread: dict[str, Any] = {"configurable": {"thread_id": name}, "max_concurrency": 1}
-    failing = ScriptedChatModel(
-        fail_when=lambda role, number: role == "solver" and number == last_solver_call
-    )
+
+    def crash_on_last_solver_call(role: str | None, number: int) -> bool:
+        if role == "solver" and number == last_solver_call:
+            raise SimulatedCrash("crash during the last solver call")
+        return False
+
+    failing = ScriptedChatModel(fail_when=crash_on_last_solver_call)
     graph = compile_spec(spec, config, ModelRouter(failing), checkpointer=saver)
-    with pytest.raises(RuntimeError, match="scripted failure of solver"):
+    with pytest.raises(SimulatedCrash):
         graph.invoke({"problem": PROBLEM}, thread)
     assert not graph.get_state(thread).values.get("stop_reason")
 

@@ -19,14 +19,15 @@ def result_row(
     wall_s: float | None,
     error: str | None = None,
 ) -> dict[str, Any]:
-    """One JSONL row: answers per iteration, selected answer, correctness, usage, time.
+    """One JSONL row: answers per iteration, selected answer, correctness, usage, model calls
+    that failed for good (``failed_calls``), time.
 
     Example:
         >>> row = result_row(Problem(id="p", problem="1+1?", answer="2"), "r", "tmas",
         ...     {"final_answer": "2", "stop_reason": "max_iterations",
         ...      "history": [{"answers": ["2", "3"], "pass_at_1": 0.5}]}, 1.5)
-        >>> row["correct"], row["majority_answer"], row["pass_at_1"]
-        (True, '2', [0.5])
+        >>> row["correct"], row["majority_answer"], row["pass_at_1"], row["failed_calls"]
+        (True, '2', [0.5], 0)
     """
     history = state.get("history", [])
     last_answers = history[-1]["answers"] if history else []
@@ -47,6 +48,7 @@ def result_row(
         "pass_at_1": [record["pass_at_1"] for record in history],
         "usage": usage,
         "llm_calls": sum(u.get("calls", 0) for u in usage.values()),
+        "failed_calls": sum(u.get("failed_calls", 0) for u in usage.values()),
         "tokens_in": sum(u.get("input_tokens", 0) for u in usage.values()),
         "tokens_out": sum(u.get("output_tokens", 0) for u in usage.values()),
         "wall_s": wall_s,

@@ -21,8 +21,8 @@ from tmas.graphs.registry import (
 )
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import validate_spec
-from tmas.llm.errors import is_transient
 from tmas.llm.router import ModelRouter
+from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
 from tmas.state import RunState
 
 
@@ -32,14 +32,53 @@ def _endpoint(name: str) -> str:
 
 def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
     if node.retry is not None:
-        return RetryPolicy(
+        return retry_policy(
+            config,
             max_attempts=node.retry.max_attempts,
             initial_interval=node.retry.initial_interval,
-            retry_on=is_transient,
         )
-    if node.type in LLM_NODE_TYPES and config.max_retries:
-        return RetryPolicy(max_attempts=config.max_retries + 1, retry_on=is_transient)
+    if node.type in LLM_NODE_TYPES:
+        return retry_policy(config)
     return None
+
+
+def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext) -> Any:
+    """The node callable: an LLM node records its failed calls; a node right after a solver
+    stops the run when every solver call failed."""
+    action = NODE_TYPES[node.type](context, **node.params)
+    if node.type in LLM_NODE_TYPES:
+        action = record_failures(action, node.id, _retry(node, context.config), context.config)
+    if node.id in after_solvers(spec):
+        action = RequireCandidate(action)
+    return action
+
+
+def after_solvers(spec: GraphSpec) -> set[str]:
+    """The nodes a plain edge leads to from a solver node (where no candidate is an error).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> after_solvers(load_bundled("tmas")), after_solvers(load_bundled("majority_vote"))
+        ({'candidates_ready'}, {'record_iteration'})
+    """
+    solvers = solver_nodes(spec)
+    return {
+        target
+        for edge in spec.edges
+        if edge.source in solvers and edge.fanout is None and edge.until is None
+        for target in edge.targets
+    }
+
+
+def solver_nodes(spec: GraphSpec) -> list[str]:
+    """Ids of the nodes that write the candidates (nodes of type ``solve``).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> solver_nodes(load_bundled("tmas"))
+        ['solve']
+    """
+    return [node.id for node in spec.nodes if node.type == "solve"]
 
 
 def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -> list[dict]:
@@ -105,8 +144,7 @@ def compile_spec(
     graph = StateGraph(state_schema)
     for node in spec.nodes:
         node_router = router.for_role(node.role) if node.role else router
-        factory = NODE_TYPES[node.type]
-        action = factory(NodeContext(config=config, router=node_router), **node.params)
+        action = _action(node, spec, NodeContext(config=config, router=node_router))
         graph.add_node(node.id, action, retry_policy=_retry(node, config))
     for edge in spec.edges:
         _add_edge(graph, edge, config)

@@ -9,13 +9,13 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import RetryPolicy, Send
+from langgraph.types import Send
 
 from tmas.config import TMASConfig
-from tmas.llm.errors import is_transient
 from tmas.llm.router import ModelRouter
 from tmas.nodes.bank_update import UpdateBanks
 from tmas.nodes.experience import ExtractExperience
+from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
 from tmas.nodes.guideline import ExtractGuideline
 from tmas.nodes.iteration import StartIteration
 from tmas.nodes.reflection import reflection_tasks
@@ -67,22 +67,21 @@ def build_tmas_graph(
     else:
         router = ModelRouter.for_config(llm, role_models, config)
         router.pass_generation_kwargs = pass_generation_kwargs
-    retry = (
-        RetryPolicy(max_attempts=config.max_retries + 1, retry_on=is_transient)
-        if config.max_retries
-        else None
-    )
-
     graph = StateGraph(RunState)
+    retry = retry_policy(config)
+
+    def add_llm_node(name: str, node: Any) -> None:
+        graph.add_node(name, record_failures(node, name, retry, config), retry_policy=retry)
+
     graph.add_node("start_iteration", StartIteration(config))
-    graph.add_node("solve", Solve(router, config), retry_policy=retry)
-    graph.add_node("candidates_ready", _join)
-    graph.add_node("verify", Verify(router, config), retry_policy=retry)
+    add_llm_node("solve", Solve(router, config))
+    graph.add_node("candidates_ready", RequireCandidate(_join))
+    add_llm_node("verify", Verify(router, config))
     graph.add_node("verifications_ready", _join)
-    graph.add_node("summarize", Summarize(router, config), retry_policy=retry)
+    add_llm_node("summarize", Summarize(router, config))
     graph.add_node("summaries_ready", _join)
-    graph.add_node("extract_experience", ExtractExperience(router, config), retry_policy=retry)
-    graph.add_node("extract_guideline", ExtractGuideline(router, config), retry_policy=retry)
+    add_llm_node("extract_experience", ExtractExperience(router, config))
+    add_llm_node("extract_guideline", ExtractGuideline(router, config))
     graph.add_node("update_banks", UpdateBanks(config))
     graph.add_node("record_iteration", RecordIteration(config))
 

@@ -33,7 +33,7 @@ class BackendSpec(BaseModel):
     api_key_env: str = "TMAS_API_KEY"
     n_ctx: int = Field(default=4096, ge=512)
     n_threads: int | None = Field(default=None, ge=1)
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="seconds per request")
 
     @model_validator(mode="after")
     def _url_fits_kind(self) -> BackendSpec:

@@ -1,10 +1,13 @@
-"""Which model-call failures are worth retrying."""
+"""Which model-call failures are worth retrying, and the error every failed model call raises."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 TRANSIENT_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _TRANSIENT_NAMES = {
-    "APIConnectionError",
+    "APIConnectionError",  # the OpenAI client's dropped connection (and base of its timeout)
     "APITimeoutError",
     "ConnectError",
     "ReadTimeout",
@@ -12,20 +15,92 @@ _TRANSIENT_NAMES = {
     "ConnectTimeout",
     "PoolTimeout",
 }
+MAX_RETRY_AFTER_S = 300.0
 
 
 def is_transient(exc: BaseException) -> bool:
-    """True for failures a retry may fix: lost connections, timeouts, HTTP 408/409/429/5xx.
+    """True for failures a retry may fix: lost connections, timeouts, HTTP 408/409/429/5xx and
+    reply bodies that are not valid JSON (the OpenAI client raises ``json.JSONDecodeError`` on a
+    truncated or garbled response).
 
-    Client errors (bad request, auth, unknown model) and bugs are not retried.
+    Client errors (bad request, auth, unknown model) and bugs are not retried; a
+    ``ModelCallError`` carries the verdict on its cause.
 
     Example:
         >>> is_transient(ConnectionResetError()), is_transient(ValueError("bad prompt"))
         (True, False)
+        >>> is_transient(json.JSONDecodeError("Expecting value", "{", 1))
+        True
     """
-    if isinstance(exc, ConnectionError | TimeoutError):
+    if isinstance(exc, ModelCallError):
+        return exc.transient
+    if isinstance(exc, ConnectionError | TimeoutError | json.JSONDecodeError):
         return True
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
         return status in TRANSIENT_STATUS
     return any(cls.__name__ in _TRANSIENT_NAMES for cls in type(exc).__mro__)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The seconds an HTTP error's ``Retry-After`` header asks to wait (None when absent).
+
+    Example:
+        >>> class Reply:
+        ...     headers = {"retry-after": "2"}
+        >>> class RateLimited(Exception):
+        ...     response = Reply()
+        >>> retry_after_s(RateLimited()), retry_after_s(ValueError())
+        (2.0, None)
+    """
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    value = headers.get("retry-after") if headers is not None else None
+    try:
+        seconds = float(value) if value is not None else None
+    except (TypeError, ValueError):  # an HTTP date: not worth parsing for a short wait
+        return None
+    if seconds is None or seconds != seconds:  # absent or NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+class ModelCallError(RuntimeError):
+    """A chat-model call of one role failed; ``transient`` says whether a retry may fix it and
+    ``retry_after_s`` how long the server asked to wait. The original error is ``__cause__``.
+
+    Example:
+        >>> err = ModelCallError.wrap("verifier", ConnectionResetError("peer reset"))
+        >>> str(err), err.transient
+        ('verifier call failed: ConnectionResetError: peer reset', True)
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        role: str | None = None,
+        transient: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.role = role
+        self.transient = transient
+        self.retry_after_s = retry_after_s
+
+    @classmethod
+    def wrap(cls, role: str, exc: BaseException) -> ModelCallError:
+        """The error raised for ``exc`` escaping a call of ``role``'s model."""
+        return cls(
+            f"{role} call failed: {_describe(exc)}",
+            role=role,
+            transient=is_transient(exc),
+            retry_after_s=retry_after_s(exc),
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self),), dict(self.__dict__))

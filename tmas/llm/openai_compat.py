@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 from langchain_core.language_models import BaseChatModel
@@ -25,7 +26,7 @@ def make_openai_chat_model(
     max_tokens: int,
     temperature: float,
     timeout: float = 600,
-    max_retries: int = 2,
+    max_retries: int = 0,
 ) -> BaseChatModel:
     """Return a ``ChatOpenAI`` talking to an OpenAI-compatible server.
 
@@ -38,8 +39,11 @@ def make_openai_chat_model(
         api_key_env: the environment variable holding the key.
         max_tokens: the most tokens generated per call.
         temperature: the sampling temperature.
-        timeout: seconds before one request is abandoned.
-        max_retries: retries of a failed request.
+        timeout: seconds before one request is abandoned (finite: a hung server must not hang
+            the run).
+        max_retries: the client's own retries of a failed request; 0 by default, as TMAS
+            retries a failed call itself (with backoff, through the graph's retry policy) and
+            the two would multiply.
 
     Example:
         >>> chat = make_openai_chat_model(base_url="http://localhost:8000/v1",
@@ -47,6 +51,8 @@ def make_openai_chat_model(
         >>> chat.model_name
         'Qwen/Qwen3-8B'
     """
+    if not 0 < timeout < math.inf:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
     from langchain_openai import ChatOpenAI
 
     return ChatOpenAI(

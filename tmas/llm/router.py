@@ -11,8 +11,10 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.errors import GraphBubbleUp
 
 from tmas.config import TMASConfig
+from tmas.llm.errors import ModelCallError
 from tmas.roles import Role
 
 
@@ -156,7 +158,19 @@ class ModelRouter:
     def complete(
         self, role: Role, system: str, user: str, max_tokens: int, seed: int
     ) -> Completion:
-        """Ask ``role``'s model one question and return its reply."""
+        """Ask ``role``'s model one question and return its reply.
+
+        Any error of the model call is raised as a ``ModelCallError`` (which says whether it is
+        transient), its cause attached.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> broken = ScriptedChatModel(fail_when=lambda role, n: True)
+            >>> ModelRouter(broken).complete("solver", "You are the solution agent.", "?", 8, 0)
+            Traceback (most recent call last):
+            ...
+            tmas.llm.errors.ModelCallError: solver call failed: RuntimeError: scripted failure ...
+        """
         kwargs: dict[str, Any] = {}
         if self.pass_generation_kwargs:
             kwargs = {"max_tokens": max_tokens, "seed": seed}
@@ -164,10 +178,15 @@ class ModelRouter:
             if temperature is not None:
                 kwargs["temperature"] = temperature
         with self._slots or contextlib.nullcontext():
-            reply: AIMessage = self.model_for(role).invoke(
-                [SystemMessage(system), HumanMessage(user)],
-                config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
-                **kwargs,
-            )
+            try:
+                reply: AIMessage = self.model_for(role).invoke(
+                    [SystemMessage(system), HumanMessage(user)],
+                    config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
+                    **kwargs,
+                )
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                raise ModelCallError.wrap(role, exc) from exc
         input_tokens, output_tokens = _usage_of(reply)
         return Completion(_text_of(reply), input_tokens, output_tokens)

@@ -7,7 +7,7 @@ from typing import Any
 from tmas.llm.router import Completion
 from tmas.parsing import Parsed
 from tmas.roles import Role
-from tmas.state import ParseIssue
+from tmas.state import Candidate, ParseIssue, RunState, failed
 
 
 def issues_of(
@@ -59,3 +59,15 @@ def agent_update(
             parsed, iteration=iteration, role=role, index=index, text=reply.text
         ),
     }
+
+
+def live_candidates(state: RunState) -> list[Candidate]:
+    """The iteration's candidates whose solver call did not fail, in index order.
+
+    Example:
+        >>> [c["index"] for c in live_candidates({"candidates": [
+        ...     {"index": 1}, {"index": 0}, {"index": 2, "error": "HTTP 500"}]})]
+        [0, 1]
+    """
+    candidates = [c for c in state.get("candidates", []) if not failed(c)]  # type: ignore[arg-type]
+    return sorted(candidates, key=lambda c: c["index"])

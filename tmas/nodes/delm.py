@@ -21,7 +21,7 @@ from tmas.nodes.common import issues_of
 from tmas.nodes.prompts import bullet_list, clip
 from tmas.parsing import Parsed, extract_answer, parse_bullets
 from tmas.seeding import derive_seed
-from tmas.state import RESET, add_usage
+from tmas.state import RESET, Candidate, add_usage
 
 _FIELD = re.compile(r"^\s*(note|evidence|subtask)\s*:\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
@@ -92,6 +92,13 @@ class DelmSeed:
                 parsed, iteration=1, role="solver", index=-1, text=reply.text
             ),
         }
+
+    def on_failure(self, state: dict[str, Any], error: str) -> dict[str, Any]:
+        """A failed planning call: the problem itself becomes the only task."""
+        queue, _ = board_for_run()
+        if not queue.all():
+            queue.add(state["problem"], added_by="seed")
+        return {"iteration": 1, "candidates": [RESET]}
 
 
 class DelmWorker:
@@ -211,17 +218,9 @@ class DelmAnswer:
             derive_seed(self.config.seed, "delm-answer"),
         )
         parsed = extract_answer(reply.text)
-        candidate = {
-            "iteration": 1,
-            "index": 0,
-            "mode": "initial",
-            "parent_index": None,
-            "text": reply.text,
-            "answer": parsed.value,
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-            "experience_ids": [],
-        }
+        candidate = answer_candidate(
+            reply.text, parsed.value, reply.input_tokens, reply.output_tokens
+        )
         return {
             "candidates": [candidate],
             "usage": reply.usage("summary"),
@@ -229,3 +228,29 @@ class DelmAnswer:
                 parsed, iteration=1, role="summary", index=0, text=reply.text
             ),
         }
+
+    def on_failure(self, state: dict[str, Any], error: str) -> dict[str, Any]:
+        """A failed answer call: the run's single candidate has no answer and keeps the error."""
+        return {"candidates": [{**answer_candidate("", None, 0, 0), "error": error}]}
+
+
+def answer_candidate(
+    text: str, answer: str | None, input_tokens: int, output_tokens: int
+) -> Candidate:
+    """The run's single candidate, written from the shared notes.
+
+    Example:
+        >>> answer_candidate("so \\boxed{4}", "4", 10, 3)["answer"]
+        '4'
+    """
+    return {
+        "iteration": 1,
+        "index": 0,
+        "mode": "initial",
+        "parent_index": None,
+        "text": text,
+        "answer": answer,
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "experience_ids": [],
+    }

@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.nodes.common import live_candidates
 from tmas.nodes.prompts import clip
 from tmas.seeding import derive_seed, draw_uniform
 from tmas.state import RESET, Mode, Plan, RunState
@@ -103,7 +104,8 @@ def plan_iteration(
 
 
 def retire_rollouts(state: RunState, max_chars: int) -> list[dict[str, Any]]:
-    """Compact records of the current rollouts, joined with their verification summaries.
+    """Compact records of the current rollouts (failed solver calls left out), joined with their
+    verification summaries.
 
     Example:
         >>> retire_rollouts({"candidates": [{"index": 0, "text": "t", "answer": "1"}],
@@ -113,7 +115,7 @@ def retire_rollouts(state: RunState, max_chars: int) -> list[dict[str, Any]]:
     """
     summaries = {s["candidate_index"]: s for s in state.get("summaries", [])}
     retired = []
-    for candidate in sorted(state.get("candidates", []), key=lambda c: c["index"]):
+    for candidate in live_candidates(state):
         summary = summaries.get(candidate["index"], {})
         retired.append(
             {

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.nodes.common import live_candidates
 from tmas.nodes.prompts import clip
 from tmas.state import RunState
 
 
 def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
-    """One task per candidate: its rollout, its verification summary and mean score.
+    """One task per candidate (but failed ones): its rollout, its verification summary and mean
+    score.
 
     Example:
         >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "text": "t"}],
@@ -28,5 +30,5 @@ def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]
             "summary": summaries.get(c["index"], {}).get("text", ""),
             "mean_score": summaries.get(c["index"], {}).get("mean_score"),
         }
-        for c in sorted(state.get("candidates", []), key=lambda c: c["index"])
+        for c in live_candidates(state)
     ]

@@ -11,7 +11,7 @@ from tmas.events import emit
 from tmas.grading import pass_at_1
 from tmas.nodes.summarizer import mean_score
 from tmas.parsing import normalize_answer
-from tmas.state import Candidate, IterationRecord, RunState
+from tmas.state import Candidate, IterationRecord, RunState, failed
 
 NEUTRAL_SCORE = 0.5
 MIN_WEIGHT = 1e-3
@@ -74,15 +74,40 @@ def add_vote(totals: dict[str, float], vote: dict[str, float]) -> dict[str, floa
 
 
 def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
-    """Each candidate's mean verification score, in candidate order."""
+    """Each candidate's mean verification score, in candidate order (failed checks and failed
+    candidates have none).
+
+    Example:
+        >>> state = {"verifications": [
+        ...     {"candidate_index": 0, "score": 0.8},
+        ...     {"candidate_index": 0, "score": None, "error": "HTTP 500"}]}
+        >>> candidate_scores(state, [{"index": 0}, {"index": 1, "error": "timeout"}])
+        [0.8, None]
+    """
     by_index: dict[int, list[float | None]] = defaultdict(list)
     for verification in state.get("verifications", []):
-        by_index[verification["candidate_index"]].append(verification["score"])
-    return [mean_score(by_index[c["index"]]) for c in candidates]
+        if not failed(verification):
+            by_index[verification["candidate_index"]].append(verification["score"])
+    return [None if failed(c) else mean_score(by_index[c["index"]]) for c in candidates]
+
+
+def voted(candidates: list[Candidate], scores: list[float | None]) -> dict[str, float]:
+    """The weighted vote of the candidates whose solver call did not fail.
+
+    Example:
+        >>> voted([{"answer": "3"}, {"answer": None, "error": "timeout"}], [0.9, None])
+        {'3': 0.9}
+    """
+    live = [(c["answer"], s) for c, s in zip(candidates, scores, strict=True) if not failed(c)]
+    return weighted_vote([a for a, _ in live], [s for _, s in live])
 
 
 class RecordIteration:
-    """Node: vote, grade (when a gold answer is known), record the iteration, pick the answer."""
+    """Node: vote, grade (when a gold answer is known), record the iteration, pick the answer.
+
+    A candidate whose solver call failed stays in the record (no answer, no score) but takes no
+    part in the vote, Pass@1 or the consensus rule.
+    """
 
     def __init__(self, config: TMASConfig) -> None:
         self.config = config
@@ -91,7 +116,8 @@ class RecordIteration:
         candidates = sorted(state.get("candidates", []), key=lambda c: c["index"])
         answers = [c["answer"] for c in candidates]
         scores = candidate_scores(state, candidates)
-        vote = weighted_vote(answers, scores)
+        vote = voted(candidates, scores)
+        live_answers = [c["answer"] for c in candidates if not failed(c)]
         growth = state.get("bank_growth", {})
         record: IterationRecord = {
             "iteration": state["iteration"],
@@ -101,7 +127,7 @@ class RecordIteration:
             "vote": vote,
             "voted_answer": winner(vote),
             "mean_score": mean_score(scores),
-            "pass_at_1": pass_at_1(answers, state.get("gold_answer")),
+            "pass_at_1": pass_at_1(live_answers, state.get("gold_answer")),
             "experiences_added": growth.get("experiences", 0),
             "guidelines_added": growth.get("guidelines", 0),
         }
@@ -122,7 +148,7 @@ class RecordIteration:
             "history": history,
             "vote_totals": totals,
             "final_answer": winner(final_vote),
-            "stop_reason": self.stop_reason(record, answers),
+            "stop_reason": self.stop_reason(record, live_answers),
         }
 
     def stop_reason(self, record: IterationRecord, answers: list[str | None]) -> str | None:

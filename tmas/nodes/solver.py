@@ -153,3 +153,29 @@ class Solve:
             iteration=plan["iteration"],
             index=plan["index"],
         )
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """The candidate that stands for a failed solver call: no text, no answer, its error.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> plan = {"iteration": 1, "index": 2, "mode": "initial", "parent_index": None}
+            >>> failed = node.on_failure({"plan": plan}, "timeout")["candidates"][0]
+            >>> failed["answer"], failed["error"]
+            (None, 'timeout')
+        """
+        plan = task["plan"]
+        candidate: Candidate = {
+            "iteration": plan["iteration"],
+            "index": plan["index"],
+            "mode": plan["mode"],
+            "parent_index": plan["parent_index"],
+            "text": "",
+            "answer": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "experience_ids": [e["id"] for e in task.get("experiences", [])],
+            "error": error,
+        }
+        return {"candidates": [candidate]}

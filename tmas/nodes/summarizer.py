@@ -7,8 +7,9 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
+from tmas.nodes.common import live_candidates
 from tmas.seeding import derive_seed
-from tmas.state import RunState, Summary
+from tmas.state import RunState, Summary, failed
 
 
 def mean_score(scores: list[float | None]) -> float | None:
@@ -23,7 +24,8 @@ def mean_score(scores: list[float | None]) -> float | None:
 
 
 def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
-    """One task per candidate, carrying its answer and all its verification reports.
+    """One task per candidate (but failed ones), carrying its answer and its verification
+    reports (failed checks give no report and no score).
 
     Example:
         >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "answer": "1"}],
@@ -34,9 +36,13 @@ def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     """
     tasks = []
     verifications = state.get("verifications", [])
-    for candidate in sorted(state.get("candidates", []), key=lambda c: c["index"]):
+    for candidate in live_candidates(state):
         mine = sorted(
-            (v for v in verifications if v["candidate_index"] == candidate["index"]),
+            (
+                v
+                for v in verifications
+                if v["candidate_index"] == candidate["index"] and not failed(v)
+            ),
             key=lambda v: v["check_index"],
         )
         tasks.append(
@@ -77,6 +83,25 @@ class Summarize:
             "mean_score": mean_score(task["scores"]),
         }
         return {"summaries": [summary], "usage": reply.usage("summary")}
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """The summary of a failed summary call: no text, the candidate's mean score, its error.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> node = Summarize(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> node.on_failure({"iteration": 1, "candidate_index": 0, "scores": [0.5, 1.0]},
+            ...                 "timeout")["summaries"][0]["mean_score"]
+            0.75
+        """
+        summary: Summary = {
+            "iteration": task["iteration"],
+            "candidate_index": task["candidate_index"],
+            "text": "",
+            "mean_score": mean_score(task["scores"]),
+            "error": error,
+        }
+        return {"summaries": [summary]}
 
 
 class ReportsAsSummary:

@@ -8,7 +8,7 @@ from tmas.config import TMASConfig
 from tmas.events import emit
 from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import agent_update
+from tmas.nodes.common import agent_update, live_candidates
 from tmas.parsing import parse_verification
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
@@ -27,16 +27,18 @@ def verifier_chars(config: TMASConfig) -> int:
 
 
 def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
-    """N x M tasks: every candidate checked ``n_verifications`` times.
+    """N x M tasks: every candidate (but those whose solver call failed) checked
+    ``n_verifications`` times.
 
     Example:
         >>> state = {"problem": "p", "iteration": 1,
-        ...          "candidates": [{"index": 0, "text": "t"}, {"index": 1, "text": "u"}]}
+        ...          "candidates": [{"index": 0, "text": "t"}, {"index": 1, "text": "u"},
+        ...                         {"index": 2, "text": "", "error": "timeout"}]}
         >>> len(verification_tasks(state, TMASConfig(n_verifications=3)))
         6
     """
     tasks = []
-    for candidate in sorted(state.get("candidates", []), key=lambda c: c["index"]):
+    for candidate in live_candidates(state):
         for check in range(config.n_verifications):
             tasks.append(
                 {
@@ -99,3 +101,24 @@ class Verify:
             iteration=task["iteration"],
             index=task["candidate_index"],
         )
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """The check that stands for a failed verifier call: no verdict, no score, its error.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> node = Verify(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> task = {"iteration": 1, "candidate_index": 0, "check_index": 1}
+            >>> node.on_failure(task, "HTTP 500")["verifications"][0]["verdict"]
+            'unknown'
+        """
+        verification: Verification = {
+            "iteration": task["iteration"],
+            "candidate_index": task["candidate_index"],
+            "check_index": task["check_index"],
+            "text": "",
+            "verdict": "unknown",
+            "score": None,
+            "error": error,
+        }
+        return {"verifications": [verification]}

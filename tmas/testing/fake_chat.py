@@ -15,14 +15,21 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from tmas.roles import role_of_prompt
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 
-__all__ = ["ScriptedChatModel", "ScriptedReplies"]
+__all__ = ["ScriptedChatModel", "ScriptedReplies", "SimulatedCrash"]
+
+
+class SimulatedCrash(BaseException):  # noqa: N818 - named for what it stands for
+    """Stands for the process dying in the middle of a model call (kill -9, power loss): like a
+    ``KeyboardInterrupt`` it is no ``Exception``, so no handler of a failed call records it and
+    it ends the run there, its checkpoints intact. Raise it from ``fail_when``."""
 
 
 class ScriptedChatModel(BaseChatModel):
     """Answers each TMAS role with a canned reply and counts calls per role.
 
     ``fail_when`` lets a test make chosen calls raise: it receives (role, call_number_of_role)
-    and returns True to raise ``RuntimeError``.
+    and returns True to raise ``RuntimeError`` (a failed call), or raises itself (e.g.
+    ``ConnectionError`` for a transient failure, ``SimulatedCrash`` for a crash).
 
     Example:
         >>> from langchain_core.messages import SystemMessage, HumanMessage

@@ -58,6 +58,12 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     fake: FakeOpenAIServer
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (killed, timed out) is expected here; report the rest."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _HTTPServer6(_HTTPServer):
     address_family = socket.AF_INET6
@@ -73,16 +79,25 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
 
-    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-        body = json.dumps(payload).encode("utf-8")
+    def _send_json(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
+        self._send_body(status, json.dumps(payload).encode("utf-8"), headers)
+
+    def _send_body(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(body)
 
-    def _send_error(self, status: int, message: str, kind: str) -> None:
-        self._send_json(status, {"error": {"message": message, "type": kind, "code": None}})
+    def _send_error(
+        self, status: int, message: str, kind: str, headers: dict[str, str] | None = None
+    ) -> None:
+        error = {"error": {"message": message, "type": kind, "code": None}}
+        self._send_json(status, error, headers)
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
@@ -230,8 +245,13 @@ class FakeOpenAIServer:
             return self._max_in_flight
 
     def _serve_completion(
-        self, handler: _Handler, body: dict[str, Any], messages: list[dict[str, Any]]
+        self,
+        handler: _Handler,
+        body: dict[str, Any],
+        messages: list[dict[str, Any]],
+        content: str | None = None,
     ) -> None:
+        """Answer one chat completion (with ``content`` instead of the scripted reply if set)."""
         with self._lock:
             over = self._admitted >= self.max_requests
             if not over:
@@ -247,7 +267,8 @@ class FakeOpenAIServer:
             flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1
-            content = scripted_reply(self.replies, flat, salt=str(body.get("seed", "")))
+            if content is None:
+                content = scripted_reply(self.replies, flat, salt=str(body.get("seed", "")))
             prompt, completion = sum(_words(m["content"]) for m in flat), _words(content) * n
             usage = dict(prompt_tokens=prompt, completion_tokens=completion)
             usage["total_tokens"] = prompt + completion
@@ -324,15 +345,10 @@ def main(argv: list[str] | None = None) -> int:
         ``python -m tmas.testing.fake_openai_server --port 0 --answers 18,18,17``
     """
     parser = argparse.ArgumentParser(description="Loopback OpenAI-compatible scripted server")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8123)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
+    add_server_arguments(parser, port=8123)
     parser.add_argument("--count-file", type=Path, help="rewritten with the served count")
-    parser.add_argument("--answers", default="18,18,17", help="comma-separated solver answers")
-    parser.add_argument("--max-requests", type=int, default=100_000)
     args = parser.parse_args(argv)
 
-    answers = tuple(a.strip() for a in args.answers.split(",") if a.strip()) or ("18",)
     count_file: Path | None = args.count_file.resolve() if args.count_file else None
     write_lock = threading.Lock()
 
@@ -344,21 +360,56 @@ def main(argv: list[str] | None = None) -> int:
     if count_file is not None:
         _atomic_write(count_file, "0\n")
     server = FakeOpenAIServer(
-        ScriptedReplies(answers=answers),
+        replies_of(args),
         latency_s=args.latency,
         host=args.host,
         port=args.port,
         max_requests=args.max_requests,
         on_complete=on_complete,
     )
+    serve_until_signal(server)
+    return 0
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, port: int) -> None:
+    """The command-line options every scripted server takes (host, port, latency, answers,
+    request bound).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_server_arguments(parser, port=0)
+        >>> parser.parse_args(["--answers", "7"]).max_requests
+        100000
+    """
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=port)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
+    parser.add_argument("--answers", default="18,18,17", help="comma-separated solver answers")
+    parser.add_argument("--max-requests", type=int, default=100_000)
+
+
+def replies_of(args: argparse.Namespace) -> ScriptedReplies:
+    """The scripted replies named by ``--answers``.
+
+    Example:
+        >>> replies_of(argparse.Namespace(answers="3, 4,")).answers
+        ('3', '4')
+    """
+    answers = tuple(a.strip() for a in args.answers.split(",") if a.strip()) or ("18",)
+    return ScriptedReplies(answers=answers)
+
+
+def serve_until_signal(
+    server: FakeOpenAIServer, stopped: Callable[[], bool] = lambda: False
+) -> None:
+    """Serve, print the base URL, and return on SIGTERM, SIGINT or once ``stopped()``."""
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     with server:
         print(server.base_url, flush=True)
-        while not done.wait(0.5):
+        while not done.wait(0.1) and not stopped():
             pass
-    return 0
 
 
 if __name__ == "__main__":
