@@ -59,10 +59,10 @@ class LoggingServer(FaultInjectingServer):
 
 
 def write_problems(path: Path, count: int) -> None:
-    rng = random.Random(7)
+    """``count`` distinct addition problems (distinct, so no two runs send the same request)."""
+    pairs = random.Random(7).sample([(a, b) for a in range(2, 200) for b in range(2, 200)], count)
     with path.open("w", encoding="utf-8") as handle:
-        for i in range(count):
-            a, b = rng.randint(2, 99), rng.randint(2, 99)
+        for i, (a, b) in enumerate(pairs):
             row = {"id": f"soak-{i}", "problem": f"What is {a} + {b}?", "answer": str(a + b)}
             handle.write(json.dumps(row) + "\n")
 
