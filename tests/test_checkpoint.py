@@ -1,19 +1,27 @@
-"""Checkpoints hold plain data and round-trip under a strict msgpack serializer."""
+"""Checkpoints hold plain data, round-trip under a strict msgpack serializer, and a saved value
+that would run code (a pickle, a msgpack constructor call) is refused, never run."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import ormsgpack
 import pytest
+from cli_helpers import RUN_ID, db_path, invoke, make_home
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from tmas.checkpoint import StorageError, connect, open_checkpointer, strict_serializer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
+from tmas.runner import saved_state
+from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
 
 # Runs in a fresh interpreter: LANGGRAPH_STRICT_MSGPACK is read when langgraph is imported.
@@ -62,6 +70,11 @@ with warnings.catch_warnings(record=True) as caught:
     regraph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=reopened)
     via_graph = dict(regraph.get_state(thread).values)
     history_count = len(list(regraph.get_state_history(thread)))
+
+# A reducer channel that was never written reads as its empty default in the graph's output but
+# is absent from the checkpoint; that is not a difference in what was saved.
+final = {k: v for k, v in final.items() if k in loaded or v not in ([], {})}
+via_graph = {k: v for k, v in via_graph.items() if k in loaded or v not in ([], {})}
 
 run_messages = list(messages)
 run_warnings = [f"{w.category.__name__}: {w.message}" for w in caught]
@@ -168,3 +181,87 @@ def test_connect_uses_wal_and_reports_unusable_files(tmp_path: Path) -> None:
     not_a_db.write_bytes(b"this is not a database file at all" * 100)
     with pytest.raises(StorageError):
         connect(not_a_db)
+
+
+class _CreatesMarker:
+    """Unpickling this runs ``open(path, "w")``: proof that a pickle was executed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, tuple[str, str]]:
+        return (open, (str(self.path), "w"))
+
+
+def _latest_checkpoint(db: Path, run_id: str) -> tuple[str, str, bytes]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "select checkpoint_id, type, checkpoint from checkpoints where thread_id=? "
+            "order by checkpoint_id desc limit 1",
+            (run_id,),
+        ).fetchone()
+    finally:
+        conn.close()
+
+
+def _replace_checkpoint(db: Path, checkpoint_id: str, kind: str, blob: bytes) -> None:
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute(
+            "update checkpoints set type=?, checkpoint=? where checkpoint_id=?",
+            (kind, blob, checkpoint_id),
+        )
+        conn.execute("update writes set type=?, value=?", (kind, blob))
+    conn.close()
+
+
+def test_a_pickled_checkpoint_is_refused_and_never_run(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    db = db_path(home)
+    control, marker = tmp_path / "control", tmp_path / "marker"
+    pickle.loads(pickle.dumps(_CreatesMarker(control)))
+    assert control.exists()  # the payload is live: loading it would create the file
+
+    checkpoint_id, _, _ = _latest_checkpoint(db, RUN_ID)
+    _replace_checkpoint(db, checkpoint_id, "pickle", pickle.dumps(_CreatesMarker(marker)))
+
+    storage = open_storage(db)
+    try:
+        with pytest.raises(StorageError, match="refused to decode .* of type 'pickle'"):
+            saved_state(storage, RUN_ID)
+    finally:
+        storage.close()
+    for command in (["show", RUN_ID], ["show", RUN_ID, "--json"], ["resume", RUN_ID], ["runs"]):
+        result = invoke(home, *command)
+        assert result.exit_code != 0, result.output
+        assert "Traceback" not in result.output
+        assert "refused to decode a saved checkpoint value of type 'pickle'" in result.stderr
+    assert not marker.exists()
+
+
+def test_a_checkpoint_naming_a_callable_is_not_called(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    db = db_path(home)
+    control, marker = tmp_path / "control", tmp_path / "marker"
+    call_control = ormsgpack.Ext(1, ormsgpack.packb(("io", "open", [str(control), "w"])))
+    permissive = JsonPlusSerializer(allowed_msgpack_modules=True)
+    permissive.loads_typed(permissive.dumps_typed({"value": call_control}))
+    assert control.exists()  # the payload is live: a permissive serializer calls open()
+
+    checkpoint_id, kind, blob = _latest_checkpoint(db, RUN_ID)
+    serde = strict_serializer()
+    checkpoint = serde.loads_typed((kind, blob))
+    call_open = ormsgpack.Ext(1, ormsgpack.packb(("io", "open", [str(marker), "w"])))
+    checkpoint["channel_values"]["final_answer"] = call_open
+    _replace_checkpoint(db, checkpoint_id, *serde.dumps_typed(checkpoint))
+
+    storage = open_storage(db)
+    try:
+        state = saved_state(storage, RUN_ID)
+    finally:
+        storage.close()
+    assert not isinstance(state["final_answer"], str)  # left as data, not revived
+    result = invoke(home, "show", RUN_ID)
+    assert "Traceback" not in result.output
+    assert not marker.exists()

@@ -2,80 +2,17 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
-
-from tmas.checkpoint import connect
-from tmas.cli import app
-from tmas.config import TMASConfig
-from tmas.llm.backend import BackendSpec
-from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager
-from tmas.testing.fake_chat import ScriptedChatModel
-from tmas.testing.scripted import ScriptedReplies
-
-RUN_ID = "r1"
-PROBLEM = "What is 9 + 9?"
-
-
-def db_path(home: Path) -> Path:
-    return home / "runs.sqlite"
-
-
-def digest(path: Path) -> str:
-    """Hash of the database file, its write-ahead log and its logical content."""
-    sha = hashlib.sha256(path.read_bytes())
-    wal = path.with_name(path.name + "-wal")
-    sha.update(wal.read_bytes() if wal.exists() else b"")
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        for statement in conn.iterdump():
-            sha.update(statement.encode("utf-8"))
-    finally:
-        conn.close()
-    return sha.hexdigest()
-
-
-def run_ids(path: Path) -> list[str]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return [row[0] for row in conn.execute("select run_id from tmas_runs order by run_id")]
-    finally:
-        conn.close()
-
-
-def invoke(home: Path, *args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"TMAS_HOME": str(home)})
-
-
-def one_line(text: str) -> str:
-    return " ".join(text.split())
+from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A TMAS_HOME whose database holds one finished run made with a scripted model."""
-    model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
-    conn = connect(db_path(tmp_path))
-    manager = RunManager(
-        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
-    outcome = manager.start(
-        RUN_ID,
-        problem=PROBLEM,
-        gold_answer="18",
-        config=TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
-        backend=BackendSpec(),
-        show_progress=False,
-    )
-    assert outcome.state["final_answer"] == "18"
-    conn.close()  # folds the WAL into the main file, so its hash covers every row
-    return tmp_path
+    return make_home(tmp_path)
 
 
 BAD_INPUT = [

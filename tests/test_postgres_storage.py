@@ -121,7 +121,7 @@ def test_delm_keeps_its_shared_board_in_postgres(postgres_url: str) -> None:
 
 @pytest.mark.slow
 def test_several_processes_share_one_new_postgres_database(postgres_url: str) -> None:
-    processes = 8
+    processes = 4
     with FakeOpenAIServer() as server:
         command = [sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--db", postgres_url]
         running = [

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
+from tmas.cli_backend import checked_router
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -30,6 +30,7 @@ from tmas.cli_common import (
     ThreadsOption,
     VerificationsOption,
     err,
+    error_line,
     fail,
     open_manager,
     out,
@@ -45,6 +46,7 @@ from tmas.llm.model_files import ModelFileError
 from tmas.report import runs_table
 from tmas.runner import RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
+from tmas.terminal import plain
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -94,32 +96,33 @@ def solve(
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
-    except (ValueError, ModelFileError) as exc:  # config, spec or backend
-        fail(str(exc))
+        router = checked_router(spec, config)
+    except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
+        fail(error_line(exc))
         return
-    manager = open_manager(db)
     run_id = run_id or new_run_id()
-    if manager.registry.exists(run_id):
-        fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
-    err.print(f"run {run_id} ({topology.name}, {spec.describe()})", markup=False)
-    outcome = drive(
-        lambda: manager.start(
+    with open_manager(db, for_writing=True, router_factory=lambda *_: router) as manager:
+        if manager.registry.exists(run_id):
+            fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
+        err.print(f"run {run_id} ({topology.name}, {spec.describe()})", markup=False)
+        outcome = drive(
+            lambda: manager.start(
+                run_id,
+                problem=text,
+                gold_answer=gold,
+                config=config,
+                backend=spec,
+                spec=topology,
+                plugins=plugin,
+                documents=documents,
+                show_progress=not quiet,
+                max_concurrency=max_concurrency,
+                **live_options(stream, review),
+            ),
             run_id,
-            problem=text,
-            gold_answer=gold,
-            config=config,
-            backend=spec,
-            spec=topology,
-            plugins=plugin,
-            documents=documents,
-            show_progress=not quiet,
-            max_concurrency=max_concurrency,
-            **live_options(stream, review),
-        ),
-        run_id,
-        manager,
-    )
-    finish(outcome, as_json)
+            manager,
+        )
+        finish(outcome, as_json)
 
 
 @app.command()
@@ -134,47 +137,48 @@ def resume(
 ) -> None:
     """Continue an interrupted or paused run from its last checkpoint, repeating no finished
     call."""
-    manager = open_manager(db, create=False)
-    try:
-        manager.registry.get(run_id)
-    except UnknownRunError as exc:
-        fail(str(exc))
-    outcome = drive(
-        lambda: manager.resume(
+    with open_manager(db, create=False) as manager:
+        try:
+            manager.registry.get(run_id)
+        except UnknownRunError as exc:
+            fail(str(exc))
+        outcome = drive(
+            lambda: manager.resume(
+                run_id,
+                show_progress=not quiet,
+                max_concurrency=max_concurrency,
+                **live_options(stream, review),
+            ),
             run_id,
-            show_progress=not quiet,
-            max_concurrency=max_concurrency,
-            **live_options(stream, review),
-        ),
-        run_id,
-        manager,
-    )
-    finish(outcome, as_json)
+            manager,
+        )
+        finish(outcome, as_json)
 
 
 @app.command()
 def runs(db: DbOption = None) -> None:
     """List saved runs: id, status, iterations done, answer, problem."""
-    manager = open_manager(db, create=False)
     rows = []
-    for record in manager.registry.all():
-        state = saved_state(manager.storage, record.run_id, full_history=False)
-        rows.append((record, state, manager.status_of(record, state)))
+    with open_manager(db, create=False) as manager:
+        for record in manager.registry.all():
+            state = saved_state(manager.storage, record.run_id, full_history=False)
+            rows.append((record, state, manager.status_of(record, state)))
     out.print(runs_table(rows))
 
 
 @app.command()
 def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Print a run's per-iteration table and its final answer."""
-    manager = open_manager(db, create=False)
-    try:
-        record = manager.registry.get(run_id)
-    except UnknownRunError as exc:
-        fail(str(exc))
-        return
-    state = saved_state(manager.storage, run_id)
-    out.print(f"problem: {escape(record.problem[:500])}")
-    out.print(f"topology: {record.graph}   status: {manager.status_of(record, state)}")
+    with open_manager(db, create=False) as manager:
+        try:
+            record = manager.registry.get(run_id)
+        except UnknownRunError as exc:
+            fail(str(exc))
+            return
+        state = saved_state(manager.storage, run_id)
+        status = manager.status_of(record, state)
+    out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
+    out.print(f"topology: {record.graph}   status: {status}", markup=False)
     finish(RunOutcome(run_id, state), as_json)
 
 

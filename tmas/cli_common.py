@@ -3,16 +3,22 @@ opening the run database."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from tmas.checkpoint import StorageError, default_db_path
+from tmas.checkpoint import StorageError, default_db_path, describe_database_error
+from tmas.cli_backend import checked_router
+from tmas.graphs.spec import SpecError
 from tmas.runner import RunManager
 from tmas.storage import is_database_url, open_storage
+from tmas.terminal import plain
 
 out = Console()
 err = Console(stderr=True)
@@ -56,18 +62,71 @@ SetOption = Annotated[
 
 
 def fail(message: str, code: int = 2) -> None:
-    """Print an error and exit non-zero."""
-    err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+    """Print an error (each line made safe for the terminal) and exit non-zero."""
+    text = "\n".join(plain(line) for line in message.splitlines())
+    err.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, highlight=False)
     raise typer.Exit(code)
 
 
-def open_manager(db: str | None, *, create: bool = True) -> RunManager:
-    """The run manager on ``db``; commands that only read refuse a SQLite file that is missing."""
+def error_line(exc: BaseException) -> str:
+    """An error as one line; an invalid topology lists its problems separated by ``;``.
+
+    Example:
+        >>> error_line(SpecError(["node a: unknown type 'x'", "edge a -> b:\\n dangling"], "t"))
+        "invalid topology t: node a: unknown type 'x'; edge a -> b: dangling"
+    """
+    if isinstance(exc, SpecError):
+        head = str(exc).split("\n", 1)[0]
+        return f"{head} " + "; ".join(" ".join(problem.split()) for problem in exc.problems)
+    return " ".join(str(exc).split())
+
+
+@contextmanager
+def open_manager(
+    db: str | None,
+    *,
+    create: bool = True,
+    for_writing: bool = False,
+    router_factory: Any = checked_router,
+) -> Iterator[RunManager]:
+    """The run manager on ``db`` for the body of a command, closed when the body ends.
+
+    Commands that only read refuse a SQLite file that is missing, commands that start runs
+    (``for_writing``) refuse one another process keeps locked. A database that fails inside
+    the body (damaged pages, a lock held too long, a refused checkpoint) is an error message
+    and a non-zero exit. Models come from ``router_factory`` (by default only once their
+    servers answer).
+
+    Example:
+        >>> import tempfile, os
+        >>> with open_manager(os.path.join(tempfile.mkdtemp(), "runs.sqlite")) as manager:
+        ...     manager.registry.all()
+        []
+    """
     target = db if is_database_url(db) else Path(db or default_db_path())
     if not create and isinstance(target, Path) and not target.exists():
         fail(f"no run database at {target}")
     try:
-        return RunManager(open_storage(target))
+        storage = open_storage(target, for_writing=for_writing)
     except StorageError as exc:
         fail(str(exc))
         raise  # unreachable
+    try:
+        yield RunManager(storage, router_factory=router_factory)
+    except sqlite3.DatabaseError as exc:
+        fail(describe_database_error(exc, storage.location), 1)
+    except StorageError as exc:
+        fail(str(exc), 1)
+    finally:
+        storage.close()
+
+
+def check_database(db: str | None) -> None:
+    """Fail unless the run database at ``db`` can be opened for new runs.
+
+    Example:
+        >>> import tempfile, os
+        >>> check_database(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
+    """
+    with open_manager(db, for_writing=True):
+        pass

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from tmas.checkpoint import StorageError, default_db_path
+from tmas.cli_backend import checked_router
 from tmas.cli_common import (
     BackendOption,
     BaseUrlOption,
@@ -25,7 +26,9 @@ from tmas.cli_common import (
     SetOption,
     ThreadsOption,
     VerificationsOption,
+    check_database,
     err,
+    error_line,
     fail,
     out,
 )
@@ -34,8 +37,8 @@ from tmas.eval.compare import comparison_table, load_summary, write_plots
 from tmas.eval.data import DataError, load_problems
 from tmas.eval.report import summary_table
 from tmas.eval.runner import Evaluation
-from tmas.llm.backend import make_router
 from tmas.llm.model_files import ModelFileError
+from tmas.terminal import plain
 
 
 class ProblemProgress:
@@ -50,9 +53,11 @@ class ProblemProgress:
         self.correct += int(row["correct"])
         self.tokens += row["tokens_in"] + row["tokens_out"]
         if not self.quiet:
+            answer = row["selected_answer"]
+            shown = repr(answer if answer is None else plain(answer, 40))
             err.print(
-                f"[{self.done}/{self.total}] {row['id']}: {row['status']}, answer "
-                f"{row['selected_answer']!r} ({'right' if row['correct'] else 'wrong'}) | "
+                f"[{self.done}/{self.total}] {plain(row['id'], 60)}: {row['status']}, answer "
+                f"{shown} ({'right' if row['correct'] else 'wrong'}) | "
                 f"accuracy {self.correct / self.done:.1%} | tokens {self.tokens:,}",
                 markup=False,
                 highlight=False,
@@ -106,10 +111,11 @@ def evaluate(
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
         )
-        router = None if ray else make_router(spec, config)  # Ray workers build their own
-    except (ValueError, ModelFileError) as exc:  # data, config, spec or backend
-        fail(str(exc))
+        router = None if ray else checked_router(spec, config)  # Ray workers build their own
+    except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
+        fail(error_line(exc))
         return
+    check_database(db)
     progress = ProblemProgress(len(problems), quiet)
     evaluation = Evaluation(
         problems=problems,

@@ -38,26 +38,27 @@ def fork(
     as_json: JsonOption = False,
 ) -> None:
     """Start a new run from RUN_ID's state after --iteration K, with --set changes."""
-    manager = open_manager(db, create=False)
-    try:
-        updates = {key: parse_value(value) for key, value in parse_pairs(set_values, "--set")}
-        new_id = run_id or new_run_id()
-        fork_run(manager, parent, iteration, new_id, updates)
-    except (UnknownRunError, ValueError) as exc:  # includes ForkError and bad --set values
-        fail(str(exc))
-        return
-    err.print(f"run {new_id} forked from {parent} after iteration {iteration}", markup=False)
-    outcome = drive(
-        lambda: manager.resume(
+    with open_manager(db, create=False) as manager:
+        try:
+            pairs = parse_pairs(set_values, "--set")
+            updates = {key: parse_value(value) for key, value in pairs}
+            new_id = run_id or new_run_id()
+            fork_run(manager, parent, iteration, new_id, updates)
+        except (UnknownRunError, ValueError) as exc:  # includes ForkError and bad --set values
+            fail(str(exc))
+            return
+        err.print(f"run {new_id} forked from {parent} after iteration {iteration}", markup=False)
+        outcome = drive(
+            lambda: manager.resume(
+                new_id,
+                show_progress=not quiet,
+                max_concurrency=max_concurrency,
+                **live_options(stream, review),
+            ),
             new_id,
-            show_progress=not quiet,
-            max_concurrency=max_concurrency,
-            **live_options(stream, review),
-        ),
-        new_id,
-        manager,
-    )
-    finish(outcome, as_json)
+            manager,
+        )
+        finish(outcome, as_json)
 
 
 __all__ = ["ForkError", "fork"]

@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from tmas.cli_common import PluginOption, err, fail
+from tmas.cli_common import PluginOption, err, error_line, fail
 from tmas.cli_input import load_topology
 from tmas.graphs.diagram import spec_to_mermaid
 from tmas.graphs.diagram_ascii import spec_to_ascii
 from tmas.graphs.diagram_dot import spec_to_dot
 from tmas.graphs.diagram_png import DiagramError, spec_to_png
-from tmas.graphs.spec import GraphSpec, SpecError
+from tmas.graphs.spec import GraphSpec
 
 TEXT_FORMATS: dict[str, Callable[[GraphSpec], str]] = {
     "mermaid": spec_to_mermaid,
@@ -56,12 +56,8 @@ def graph(
         fail("--format png writes a binary file: give it with --out FILE")
     try:
         spec = load_topology(name_or_path, plugin)
-    except SpecError as exc:
-        problems = "; ".join(" ".join(problem.split()) for problem in exc.problems)
-        fail(f"invalid topology {name_or_path}: {problems}")
-        return
-    except ValueError as exc:  # a plugin that cannot be imported
-        fail(str(exc))
+    except ValueError as exc:  # a bad spec (SpecError), or a plugin that cannot be imported
+        fail(error_line(exc))
         return
     try:
         drawing = render(spec, format)

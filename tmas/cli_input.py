@@ -19,9 +19,33 @@ from tmas.llm.backend import BackendSpec
 MAX_PROBLEM_CHARS = 100_000
 
 
+def _stdin_text() -> str:
+    """Standard input decoded as UTF-8 (strictly: a file in another encoding is refused)."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the problem on standard input is not UTF-8 text: {exc}") from None
+
+
 def read_problem(problem: str) -> str:
-    """The problem text (``-`` reads stdin); empty or oversized problems are refused."""
-    text = sys.stdin.read() if problem == "-" else problem
+    """The problem text (``-`` reads stdin); empty, oversized or non-UTF-8 problems are refused.
+
+    Example:
+        >>> read_problem("  What is 9 + 9?\\n")
+        'What is 9 + 9?'
+        >>> read_problem("x" * (MAX_PROBLEM_CHARS + 1))
+        Traceback (most recent call last):
+        ...
+        tmas.config.ConfigError: the problem is 100,001 characters; the limit is 100,000
+    """
+    text = _stdin_text() if problem == "-" else problem
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a command-line argument
+        raise ConfigError("the problem is not UTF-8 text") from None
     if not text.strip():
         raise ConfigError("the problem is empty")
     if len(text) > MAX_PROBLEM_CHARS:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from typing import Any
 
 from rich.markup import escape
 
-from tmas.checkpoint import StorageError
+from tmas.checkpoint import StorageError, describe_database_error
 from tmas.cli_common import err, fail, out
 from tmas.cli_live import event_printer, terminal_reviewer
 from tmas.llm.model_files import ModelFileError
 from tmas.report import iteration_table
 from tmas.runner import RunBusyError, RunManager, RunOutcome
+from tmas.terminal import plain
 
 
 def live_options(stream: bool, review: bool) -> dict[str, Any]:
@@ -27,6 +29,8 @@ def live_options(stream: bool, review: bool) -> dict[str, Any]:
 
 
 def finish(outcome: RunOutcome, as_json: bool) -> None:
+    """Print the outcome of a run: its iteration table and answer, or JSON (model text never
+    reaches the terminal raw)."""
     state = outcome.state
     if outcome.paused and not as_json:
         done = (state.get("history") or [{"iteration": 0}])[-1]["iteration"]
@@ -37,10 +41,36 @@ def finish(outcome: RunOutcome, as_json: bool) -> None:
         )
     if as_json:
         keys = ("final_answer", "stop_reason", "history", "usage")
-        out.print_json(json.dumps({"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}))
+        shown = {"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}
+        out.print_json(json.dumps(shown), ensure_ascii=True)  # no raw control characters
         return
     out.print(iteration_table(state))
-    out.print(f"run {outcome.run_id}: answer [bold]{escape(str(state.get('final_answer')))}[/]")
+    answer = escape(plain(state.get("final_answer")))
+    out.print(f"run {outcome.run_id}: answer [bold]{answer}[/]", highlight=False)
+
+
+def _saved(manager: RunManager, run_id: str) -> bool:
+    """Whether ``run_id`` is registered (False when the database cannot say)."""
+    try:
+        return manager.registry.exists(run_id)
+    except Exception:  # noqa: BLE001 - only decides which hint to print
+        return False
+
+
+def failure_message(exc: BaseException, location: str) -> str:
+    """What to print for a run that failed with ``exc`` (the run database is at ``location``).
+
+    Example:
+        >>> failure_message(RuntimeError("boom"), "runs.sqlite")
+        'RuntimeError: boom'
+        >>> failure_message(sqlite3.DatabaseError("database disk image is malformed"), "r.sqlite")
+        'run database r.sqlite is damaged or not a run database: database disk image is malformed'
+    """
+    if isinstance(exc, sqlite3.DatabaseError):
+        return describe_database_error(exc, location)
+    if isinstance(exc, ModelFileError | ValueError | StorageError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
 
 
 def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
@@ -49,7 +79,7 @@ def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
     try:
         return action()
     except KeyboardInterrupt:
-        if manager.registry.exists(run_id):
+        if _saved(manager, run_id):
             err.print(f"\ninterrupted; continue with: tmas resume {run_id}")
         else:
             err.print("\ninterrupted before the run was saved")
@@ -58,9 +88,8 @@ def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:
     except RunBusyError as exc:
         fail(str(exc))
     except Exception as exc:  # noqa: BLE001 - report, keep the checkpoint, exit non-zero
-        known = isinstance(exc, ModelFileError | ValueError | StorageError)
-        message = str(exc) if known else f"{type(exc).__name__}: {exc}"
-        if manager.registry.exists(run_id):
+        message = failure_message(exc, manager.storage.location)
+        if _saved(manager, run_id):
             message += f"\nthe run is saved; continue with: tmas resume {run_id}"
         fail(message, 1)
     raise AssertionError("unreachable")

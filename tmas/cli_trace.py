@@ -21,14 +21,12 @@ def trace(
     db: DbOption = None,
 ) -> None:
     """Write a run's iterations, candidates, checks, banks and votes as an HTML page."""
-    manager = open_manager(db, create=False)
-    try:
-        traces = [collect_trace(manager.storage, rid) for rid in [run_id, compare] if rid]
-    except UnknownRunError as exc:
-        fail(str(exc))
-        return
-    finally:
-        manager.storage.close()
+    with open_manager(db, create=False) as manager:
+        try:
+            traces = [collect_trace(manager.storage, rid) for rid in [run_id, compare] if rid]
+        except UnknownRunError as exc:
+            fail(str(exc))
+            return
     try:
         html.write_text(render_page(traces), encoding="utf-8")
     except OSError as exc:

@@ -7,10 +7,13 @@ from typing import Any
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from tmas.runs import RunRecord
+from tmas.terminal import plain
 
 PROBLEM_HEAD = 18
+ANSWER_WIDTH = 40
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
@@ -30,18 +33,30 @@ def mode_counts(modes: list[str]) -> str:
     return ", ".join(f"{n} {mode}" for mode, n in counts.items())
 
 
+def cell(value: Any, width: int = ANSWER_WIDTH) -> Text:
+    """Model text as a table cell: no escape sequences, no markup, at most ``width`` characters.
+
+    Example:
+        >>> cell("[red]18[/red]\\x1b[2J").plain
+        '[red]18[/red]'
+    """
+    return Text(plain(value, width))
+
+
 def iteration_table(state: dict[str, Any]) -> Table:
     """One row per finished iteration: modes, answers, vote, scores, Pass@1, bank growth."""
     table = Table(title="Iterations")
     for column in ("it", "modes", "answers", "voted", "mean score", "pass@1", "+exp", "+guide"):
         table.add_column(column)
     for record in state.get("history", []):
-        answers = ", ".join(str(a) if a is not None else "?" for a in record["answers"])
+        answers = ", ".join(
+            plain(a, ANSWER_WIDTH) if a is not None else "?" for a in record["answers"]
+        )
         table.add_row(
             str(record["iteration"]),
-            mode_counts(record["modes"]),
-            answers,
-            str(record["voted_answer"]),
+            cell(mode_counts(record["modes"])),
+            Text(answers),
+            cell(record["voted_answer"]),
             _fmt(record["mean_score"]),
             _fmt(record["pass_at_1"]),
             str(record["experiences_added"]),
@@ -62,14 +77,13 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
         done = history[-1]["iteration"]
         total = record.config.get("max_iterations", "?")
         created = time.strftime("%m-%d %H:%M", time.localtime(record.created_at))
-        head = " ".join(record.problem.split())
         table.add_row(
-            record.run_id,
+            cell(record.run_id),
             created,
             status,
             f"{done}/{total}",
-            str(state.get("final_answer") or "-"),
-            record.parent_run_id or "-",
-            head,
+            cell(state.get("final_answer") or "-"),
+            cell(record.parent_run_id or "-"),
+            cell(record.problem, 500),
         )
     return table

@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 
 class DataError(ValueError):
@@ -23,6 +23,12 @@ class Problem(BaseModel):
     id: str
     problem: str
     answer: str
+
+    @field_validator("id", "problem", "answer")
+    @classmethod
+    def _utf8(cls, value: str) -> str:
+        value.encode("utf-8")  # a lone surrogate (JSON "\\ud800") raises: not text
+        return value
 
 
 SAMPLES = ("gsm8k", "math500")

@@ -15,7 +15,14 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from tmas.checkpoint import StorageError, connect, default_db_path, open_checkpointer, open_store
+from tmas.checkpoint import (
+    StorageError,
+    check_writable,
+    connect,
+    default_db_path,
+    open_checkpointer,
+    open_store,
+)
 from tmas.runs import RunRegistry
 
 DATABASE_SCHEMES = ("postgresql", "postgres")
@@ -78,9 +85,10 @@ def sqlite_storage(conn: sqlite3.Connection, location: str = "") -> Storage:
     )
 
 
-def open_storage(target: str | Path | None = None) -> Storage:
+def open_storage(target: str | Path | None = None, *, for_writing: bool = False) -> Storage:
     """Open (creating it if needed) the run database at ``target``: a SQLite path, or a
-    ``postgresql://`` URL; None means ``$TMAS_HOME/runs.sqlite``. StorageError when it cannot.
+    ``postgresql://`` URL; None means ``$TMAS_HOME/runs.sqlite``. StorageError when it cannot,
+    or (``for_writing``) when another process keeps a SQLite file's write lock too long.
 
     Example:
         >>> import tempfile, os
@@ -94,7 +102,14 @@ def open_storage(target: str | Path | None = None) -> Storage:
 
         return postgres_storage(str(target))
     path = Path(target) if target is not None else default_db_path()
-    return sqlite_storage(connect(path), str(path))
+    conn = connect(path)
+    try:
+        if for_writing:
+            check_writable(conn, path)
+        return sqlite_storage(conn, str(path))
+    except StorageError:
+        conn.close()
+        raise
 
 
 def as_storage(target: Storage | sqlite3.Connection | Any) -> Storage:
