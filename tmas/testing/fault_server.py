@@ -227,9 +227,9 @@ class FaultInjectingServer(FakeOpenAIServer):
         else:
             if kind == "slow":
                 self._stopping.wait(self.slow_s)
-            super()._serve_completion(handler, body, messages, content)
-            with self._lock:
+            with self._lock:  # counted before answering, so a client that got it sees it
                 self._ok += 1
+            super()._serve_completion(handler, body, messages, content)
 
 
 def _rates_of(args: argparse.Namespace) -> dict[str, float]:
