@@ -6,47 +6,14 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from kill_helpers import CALLS_PER_ITERATION, CONCURRENCY, N, T, resume_command, solve_command
 
 from tmas.checkpoint import connect
 from tmas.runner import saved_state
 from tmas.testing.fake_openai_server import FakeOpenAIServer
-
-N, M, T = 3, 2, 3
-CONCURRENCY = 2
-CALLS_PER_ITERATION = N + N * M + 3 * N
-
-
-def _solve_args(server: FakeOpenAIServer, db: Path, run_id: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "tmas.cli",
-        "solve",
-        "What is 9 + 9?",
-        "--gold",
-        "18",
-        "--base-url",
-        server.base_url,
-        "--model",
-        "scripted",
-        "-n",
-        str(N),
-        "-m",
-        str(M),
-        "-t",
-        str(T),
-        "--max-concurrency",
-        str(CONCURRENCY),
-        "--run-id",
-        run_id,
-        "--db",
-        str(db),
-        "--quiet",
-    ]
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -62,7 +29,7 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
 ) -> None:
     with FakeOpenAIServer(latency_s=0.02) as server:
         subprocess.run(
-            _solve_args(server, tmp_path / "whole.sqlite", "whole"),
+            solve_command(server, tmp_path / "whole.sqlite", "whole"),
             env=_env(tmp_path),
             check=True,
             capture_output=True,
@@ -81,7 +48,7 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
     db = tmp_path / "killed.sqlite"
     with FakeOpenAIServer(latency_s=0.02, on_complete=kill_client) as server:
         proc = subprocess.Popen(
-            _solve_args(server, db, "killed"),
+            solve_command(server, db, "killed"),
             env=_env(tmp_path),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -95,18 +62,7 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
         assert state["iteration"] == 2 and not state.get("stop_reason")
 
         resumed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tmas.cli",
-                "resume",
-                "killed",
-                "--db",
-                str(db),
-                "--quiet",
-                "--max-concurrency",
-                str(CONCURRENCY),
-            ],
+            resume_command(db, "killed"),
             env=_env(tmp_path),
             capture_output=True,
             text=True,
