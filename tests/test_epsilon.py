@@ -62,13 +62,13 @@ class RecordingChatModel(ScriptedChatModel):
 
 
 def modes(config: TMASConfig, iteration: int, previous_count: int) -> list[str]:
-    return [p["mode"] for p in plan_iteration(config, iteration, previous_count)]
+    return [p["mode"] for p in plan_iteration(config, iteration, list(range(previous_count)))]
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.2, 1.0])
 def test_iteration_one_is_plain_sampling(epsilon: float) -> None:
     config = TMASConfig(n_candidates=8, epsilon=epsilon)
-    plans = plan_iteration(config, 1, 0)
+    plans = plan_iteration(config, 1, [])
     assert [p["mode"] for p in plans] == ["initial"] * 8
     assert all(p["parent_index"] is None for p in plans)
     assert [p["index"] for p in plans] == list(range(8))
@@ -78,7 +78,7 @@ def test_iteration_one_is_plain_sampling(epsilon: float) -> None:
 def test_epsilon_zero_always_exploits_from_iteration_two() -> None:
     config = TMASConfig(n_candidates=8, epsilon=0.0)
     for iteration in range(2, 12):
-        plans = plan_iteration(config, iteration, previous_count=5)
+        plans = plan_iteration(config, iteration, list(range(5)))
         assert [p["mode"] for p in plans] == ["exploit"] * 8
         assert [p["parent_index"] for p in plans] == [i % 5 for i in range(8)]
 
@@ -86,7 +86,7 @@ def test_epsilon_zero_always_exploits_from_iteration_two() -> None:
 def test_epsilon_one_always_explores() -> None:
     config = TMASConfig(n_candidates=8, epsilon=1.0)
     for iteration in range(2, 12):
-        plans = plan_iteration(config, iteration, previous_count=8)
+        plans = plan_iteration(config, iteration, list(range(8)))
         assert [p["mode"] for p in plans] == ["explore"] * 8
         assert all(p["parent_index"] is None for p in plans)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -55,8 +55,36 @@ class TMASConfig(BaseModel):
     guideline_cap: int = Field(default=16, ge=1, le=10_000)
     experiences_per_prompt: int = Field(default=6, ge=0, le=1000)
     dedup_threshold: float = Field(default=0.6, gt=0.0, le=1.0, description="Jaccard cut-off")
-    rollout_chars_in_prompt: int = Field(default=2000, ge=100, description="parent rollout cap")
-    vote_scope: Literal["last", "all"] = "all"
+    round_widths: list[int] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1000,
+        description="candidates of each iteration in turn (e.g. PaCoRe's [32, 4, 1]); sets "
+        "max_iterations to its length and overrides n_candidates",
+    )
+    rollout_chars_in_prompt: int = Field(
+        default=2000,
+        ge=100,
+        description="characters of an earlier rollout (its end) that a repair (exploit, "
+        "refine), an aggregation (RSA) or a reflection prompt shows",
+    )
+    reference_chars: int = Field(
+        default=700,
+        ge=50,
+        description="characters of each previous-round solution (its end) that a PaCoRe "
+        "reference prompt shows",
+    )
+    report_chars_in_prompt: int = Field(
+        default=800,
+        ge=50,
+        description="characters of each verification report (its end) that a summary or "
+        "refinement prompt shows",
+    )
+    selection: str | None = Field(
+        default=None,
+        description="the rule that picks the final answer (a registered selection rule, e.g. "
+        "vote_all, vote_last, majority_last, best_scored_last); None: the topology's own",
+    )
     history_window: int = Field(
         default=5,
         ge=1,
@@ -86,6 +114,35 @@ class TMASConfig(BaseModel):
     )
     roles: dict[Role, RoleModel] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names_and_rounds(cls, data: Any) -> Any:
+        """Accept ``vote_scope`` (older runs and commands: ``last`` is ``selection=vote_last``)
+        and make ``max_iterations`` follow ``round_widths``."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        scope = data.pop("vote_scope", None)
+        if scope not in (None, "all", "last"):
+            raise ValueError(f"vote_scope must be 'all' or 'last', not {scope!r}")
+        if scope == "last" and data.get("selection") is None:
+            data["selection"] = "vote_last"
+        widths = data.get("round_widths")
+        if isinstance(widths, list) and widths:
+            rounds = data.setdefault("max_iterations", len(widths))
+            if rounds != len(widths):
+                raise ValueError(
+                    f"round_widths lists {len(widths)} rounds but max_iterations is {rounds}"
+                )
+        return data
+
+    @model_validator(mode="after")
+    def _round_widths_in_range(self) -> TMASConfig:
+        for width in self.round_widths or []:
+            if not 1 <= width <= 256:
+                raise ValueError(f"round_widths: each width must be 1..256, not {width}")
+        return self
+
     @model_validator(mode="after")
     def _solver_has_no_override(self) -> TMASConfig:
         if "solver" in self.roles:
@@ -93,9 +150,30 @@ class TMASConfig(BaseModel):
         return self
 
     def calls_per_iteration(self) -> int:
-        """LLM calls of one iteration: N solve, N*M verify, N each summary/experience/guideline."""
+        """LLM calls of one TMAS iteration at width N: N solve, N*M verify, N each summary,
+        experience and guideline."""
         n, m = self.n_candidates, self.n_verifications
         return n + n * m + 3 * n
+
+    def width(self, iteration: int) -> int:
+        """Candidates of ``iteration`` (1-based): its entry of ``round_widths``, else N.
+
+        Example:
+            >>> TMASConfig(round_widths=[6, 6, 1]).width(3), TMASConfig(n_candidates=5).width(2)
+            (1, 5)
+        """
+        if self.round_widths:
+            return self.round_widths[min(iteration, len(self.round_widths)) - 1]
+        return self.n_candidates
+
+    def widest(self) -> int:
+        """The most candidates any iteration has.
+
+        Example:
+            >>> TMASConfig(n_candidates=2, round_widths=[8, 4, 1]).widest()
+            8
+        """
+        return max(self.round_widths) if self.round_widths else self.n_candidates
 
     def max_tokens_for(self, role: Role) -> int:
         """Answer-length limit of ``role``, a per-role override winning."""

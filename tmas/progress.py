@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 STAGES = {
     "start_iteration": "planning",
@@ -23,6 +23,9 @@ STAGES = {
 class ProgressTracker:
     """Counts what a run's stream reports; knows nothing about how it is shown.
 
+    ``total_calls`` is a number or a :class:`~tmas.graphs.estimate.CallEstimate` (shown as
+    "<=N" when it is a bound).
+
     Example:
         >>> t = ProgressTracker(total_calls=10, max_iterations=2)
         >>> t.observe("updates", {"solve": {"usage": {"solver": {"calls": 1,
@@ -31,10 +34,13 @@ class ProgressTracker:
         (1, 12)
     """
 
-    def __init__(self, total_calls: int, max_iterations: int, state: dict | None = None) -> None:
+    def __init__(
+        self, total_calls: int | Any, max_iterations: int, state: dict | None = None
+    ) -> None:
         state = state or {}
         usage = state.get("usage", {}) or {}
-        self.total_calls = total_calls
+        self.total_calls = int(getattr(total_calls, "total", total_calls))
+        self.total_text = str(total_calls)
         self.max_iterations = max_iterations
         self.iteration = int(state.get("iteration", 0) or 0)
         self.calls = sum(u.get("calls", 0) for u in usage.values())
@@ -71,7 +77,7 @@ class ProgressTracker:
         """
         return (
             f"iteration {self.iteration}/{self.max_iterations} | {self.stage} | "
-            f"calls {self.calls}/{self.total_calls} | tokens {self.tokens:,}"
+            f"calls {self.calls}/{self.total_text} | tokens {self.tokens:,}"
         )
 
 
@@ -93,8 +99,8 @@ class ProgressDisplay:
                 TextColumn("[bold]it {task.fields[iteration]}[/]"),
                 TextColumn("{task.fields[stage]:<22}"),
                 BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("calls  {task.fields[tokens]} tokens"),
+                TextColumn("{task.completed:.0f}/{task.fields[total]} calls"),
+                TextColumn("{task.fields[tokens]} tokens"),
                 TimeElapsedColumn(),
                 console=self.console,
             )
@@ -114,6 +120,7 @@ class ProgressDisplay:
             "iteration": f"{t.iteration}/{t.max_iterations}",
             "stage": t.stage,
             "tokens": f"{t.tokens:,}",
+            "total": t.total_text,
         }
 
     def observe(self, mode: str, chunk: Any) -> None:

@@ -10,7 +10,8 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec, estimate_calls, solver_nodes, spec_uses_store
+from tmas.graphs.compiler import compile_spec, solver_nodes, spec_uses_store
+from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.history import iteration_records
@@ -59,7 +60,7 @@ def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
         >>> thread_config("abc", TMASConfig(n_candidates=4, n_verifications=2))["max_concurrency"]
         24
     """
-    widest = config.n_candidates * max(config.n_verifications, 2)
+    widest = config.widest() * max(config.n_verifications, 2)
     return {
         "configurable": {"thread_id": run_id},
         "max_concurrency": widest + 16,
@@ -211,9 +212,7 @@ class RunManager:
             start_cfg, next_input = replay  # every solver call of the iteration failed: again
         pause_after = [iteration_end_node(spec)] if review is not None else None
         modes = ["tasks", "updates", *(["custom"] if on_event else [])]
-        tracker = ProgressTracker(
-            estimate_calls(spec, config) * config.max_iterations, config.max_iterations, state
-        )
+        tracker = ProgressTracker(estimate_run_calls(spec, config), config.max_iterations, state)
         paused = False
         try:
             while True:

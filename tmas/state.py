@@ -27,7 +27,10 @@ class ParseIssue(TypedDict):
 
 
 class Plan(TypedDict):
-    """How one candidate of an iteration is produced (chosen before any solver runs)."""
+    """How one candidate of an iteration is produced (chosen before any solver runs).
+
+    ``parent_index`` and ``references`` name rollouts of the previous iteration by their
+    candidate ``index`` (stable: a failed call elsewhere does not shift them)."""
 
     iteration: int
     index: int
@@ -39,7 +42,9 @@ class Plan(TypedDict):
 
 class Candidate(TypedDict):
     """One solution rollout; a failed solver call leaves one with empty text, no answer and
-    its ``error`` (it is not verified, summarized, reflected on or voted)."""
+    its ``error`` (it is not verified, summarized, reflected on or voted). ``index`` is its
+    stable id within the iteration; ``parent_index`` and ``references`` name the previous
+    iteration's rollouts it read."""
 
     iteration: int
     index: int
@@ -50,6 +55,7 @@ class Candidate(TypedDict):
     input_tokens: int
     output_tokens: int
     experience_ids: list[str]
+    references: NotRequired[list[int]]
     error: NotRequired[str]
 
 
@@ -99,7 +105,13 @@ class Guideline(TypedDict):
 
 
 class IterationRecord(TypedDict):
-    """What one iteration produced, kept for the whole run (small by construction)."""
+    """What one iteration produced, kept for the whole run (small by construction).
+
+    ``pass_at_1`` is the mean correctness of every candidate, a failed solver call counting as
+    wrong; ``pass_at_1_answered`` leaves failed calls out. ``selected_answer`` is the run's
+    answer after this iteration under its selection rule. Records saved before a field
+    existed lack it.
+    """
 
     iteration: int
     answers: list[str | None]
@@ -109,6 +121,9 @@ class IterationRecord(TypedDict):
     voted_answer: str | None
     mean_score: float | None
     pass_at_1: float | None
+    pass_at_1_answered: NotRequired[float | None]
+    failed_candidates: NotRequired[int]
+    selected_answer: NotRequired[str | None]
     experiences_added: int
     guidelines_added: int
 
@@ -196,6 +211,36 @@ def add_usage(left: dict | None, right: dict | None) -> dict[str, Usage]:
     return total
 
 
+def failed_calls_by_role(usage: Mapping[str, Mapping[str, int]] | None) -> dict[str, int]:
+    """Model calls that failed for good, per role (roles without any left out).
+
+    Example:
+        >>> failed_calls_by_role({"solver": {"calls": 4}, "verifier": {"calls": 0,
+        ...                       "failed_calls": 8}})
+        {'verifier': 8}
+    """
+    return {
+        role: int(counts["failed_calls"])
+        for role, counts in (usage or {}).items()
+        if counts.get("failed_calls")
+    }
+
+
+def lost_roles(usage: Mapping[str, Mapping[str, int]] | None) -> list[str]:
+    """Roles that lost every call they made (each one failed for good): a run with any is
+    degraded, whatever answer it gave.
+
+    Example:
+        >>> lost_roles({"solver": {"calls": 4}, "verifier": {"calls": 0, "failed_calls": 8}})
+        ['verifier']
+    """
+    return sorted(
+        role
+        for role, counts in (usage or {}).items()
+        if counts.get("failed_calls") and not counts.get("calls")
+    )
+
+
 class RunState(TypedDict, total=False):
     """The whole state of one run (one LangGraph thread).
 
@@ -229,4 +274,5 @@ class RunState(TypedDict, total=False):
     call_failures: Annotated[list[CallFailure], append_capped]
     usage: Annotated[dict[str, Usage], add_usage]
     final_answer: str | None
+    selection: str
     stop_reason: str | None

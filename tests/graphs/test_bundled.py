@@ -22,7 +22,8 @@ from typer.testing import CliRunner
 
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled, resolve_spec
-from tmas.graphs.compiler import compile_spec, estimate_calls
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
@@ -104,25 +105,48 @@ def test_pacore_last_round_has_one_sample() -> None:
     ] * (T - 1)
 
 
-def test_estimate_calls_is_right_for_tmas() -> None:
+def test_estimate_is_right_for_tmas() -> None:
     spec = load_bundled("tmas")
     config = config_for(spec)
     model = ScriptedChatModel()
     run(spec, config, model)
 
-    estimate = estimate_calls(spec, config)
-    assert estimate == N + N * M + 3 * N
-    assert estimate == config.calls_per_iteration()
-    assert estimate * config.max_iterations == sum(model.calls.values())
+    estimate = estimate_run_calls(spec, config)
+    assert estimate.exact
+    assert estimate.total == (N + N * M + 3 * N) * T == config.calls_per_iteration() * T
+    assert estimate.total == sum(model.calls.values())
 
 
-@pytest.mark.parametrize("name", sorted(set(ROUND_TOPOLOGIES) - {"pacore"}))
-def test_estimate_calls_matches_a_run_of_full_rounds(name: str) -> None:
+@pytest.mark.parametrize("name", ROUND_TOPOLOGIES)
+def test_estimate_is_exactly_the_calls_of_a_run(name: str) -> None:
     spec = load_bundled(name)
     config = config_for(spec)
     model = ScriptedChatModel()
     run(spec, config, model)
-    assert estimate_calls(spec, config) * config.max_iterations == sum(model.calls.values())
+    estimate = estimate_run_calls(spec, config)
+    assert estimate.exact
+    assert estimate.total == sum(model.calls.values()) == sum(
+        expected_calls(name, N, config.n_verifications, config.max_iterations).values()
+    )
+
+
+@pytest.mark.parametrize("name", ["pacore", "tmas", "rsa"])
+def test_estimate_follows_round_widths(name: str) -> None:
+    spec = load_bundled(name)
+    config = config_for(spec, round_widths=[4, 2, 1])
+    model = ScriptedChatModel()
+    state = run(spec, config, model)
+    assert [len(record["answers"]) for record in state["history"]] == [4, 2, 1]
+    assert estimate_run_calls(spec, config).total == sum(model.calls.values())
+
+
+def test_delm_estimate_is_a_bound_and_says_so() -> None:
+    spec = load_bundled("delm")
+    config = config_for(spec)
+    estimate = estimate_run_calls(spec, config)
+    assert not estimate.exact
+    assert str(estimate) == f"<={estimate.total}"
+    assert estimate.total == 1 + 3 * 2 * 4 + 1  # seed, 3 workers x 4 steps x (reason + judge)
 
 
 def test_self_refine_critique_runs_on_the_solver_model() -> None:

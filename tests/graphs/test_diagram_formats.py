@@ -78,7 +78,8 @@ def test_every_snapshot_belongs_to_a_bundled_topology() -> None:
 def test_dot_shows_fanouts_loops_and_round_ends() -> None:
     text = spec_to_dot(load_bundled("tmas"))
     assert text.startswith('digraph "tmas" {\n') and text.endswith("}\n")
-    assert '"start_iteration" -> "solve" [style=dashed, label="fan-out: solver_tasks"];' in text
+    fanout = '"start_iteration" -> "solve" [style=dashed, label="fan-out: solver_tasks, N tasks"];'
+    assert fanout in text
     assert '"solve" [label="solve", peripheries=2];' in text
     assert '"candidates_ready" [label="candidates_ready: join"];' in text  # not fanned
     assert '"solve" -> "candidates_ready";' in text  # a plain edge is solid and bare
@@ -94,13 +95,14 @@ def test_dot_shows_fanouts_loops_and_round_ends() -> None:
 def test_ascii_shows_fanouts_loops_and_exits() -> None:
     text = spec_to_ascii(load_bundled("tmas"))
     block = text.split("\n\n")
-    assert "layer 1\n  [start_iteration]\n      ==> solve [xN]  (fan-out: solver_tasks)" in block
+    first = "layer 1\n  [start_iteration]\n      ==> solve  (fan-out: solver_tasks, N tasks)"
+    assert first in block
     assert "  [[verify]]" in text.splitlines()
-    assert "      ==> extract_guideline [xN]  (fan-out: reflection_tasks)" in text
+    assert "      ==> extract_guideline  (fan-out: reflection_tasks, N tasks)" in text
     assert "      <-- loop until not run_finished: back to start_iteration" in text
     assert "      --> EXIT when run_finished: END" in text
     assert block[-1] == "layer 11\n  (END)\n"
-    assert "==> worker [x3]  (fan-out x3)" in spec_to_ascii(load_bundled("delm"))
+    assert "==> worker  (fan-out x3)" in spec_to_ascii(load_bundled("delm"))
 
 
 @pytest.mark.parametrize("name", bundled_names())

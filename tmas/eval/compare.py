@@ -9,6 +9,7 @@ from typing import Any
 from rich.table import Table
 
 from tmas.eval.data import DataError
+from tmas.eval.report import role_counts
 from tmas.eval.runner import SUMMARY
 
 
@@ -27,7 +28,8 @@ def _pct(value: float | None) -> str:
 
 
 def comparison_table(summaries: list[dict[str, Any]]) -> Table:
-    """One row per evaluation: topology, problems, accuracies, final Pass@1, tokens, calls.
+    """One row per evaluation: topology, selection rule, problems, accuracies, final Pass@1,
+    tokens, calls, failed calls (per role).
 
     Example:
         >>> s = {"label": "a", "graph": "tmas", "problems": 2, "finished": 2, "accuracy": 0.5,
@@ -37,15 +39,18 @@ def comparison_table(summaries: list[dict[str, Any]]) -> Table:
         1
     """
     table = Table(title="Evaluations")
+    widest_label = max((len(str(s["label"])) for s in summaries), default=3)
+    table.add_column("run", no_wrap=True, min_width=widest_label)
     for column in (
-        "run",
         "topology",
+        "selection",
         "problems",
         "accuracy",
         "majority",
         "Pass@1 (last)",
         "tokens/problem",
         "calls/problem",
+        "failed calls",
     ):
         table.add_column(column)
     for s in summaries:
@@ -54,12 +59,14 @@ def comparison_table(summaries: list[dict[str, Any]]) -> Table:
         table.add_row(
             s["label"],
             str(s.get("graph")),
+            ", ".join(s.get("selections") or []) or "-",
             f"{s.get('finished')}/{s.get('problems')}",
             _pct(s.get("accuracy")),
             _pct(s.get("majority_accuracy")),
             _pct(curve[-1] if curve else None),
             "-" if tokens is None else f"{tokens:,.0f}",
             "-" if calls is None else f"{calls:.1f}",
+            role_counts(s.get("failed_calls_by_role") or {}),
         )
     return table
 

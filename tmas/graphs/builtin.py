@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmas.config import TMASConfig
 from tmas.graphs.registry import NodeContext, register_node, register_stop, register_tasks
 from tmas.nodes.bank_update import UpdateBanks
-from tmas.nodes.delm import DelmAnswer, DelmSeed, DelmWorker
+from tmas.nodes.delm import DELM_WORKER_STEPS, DelmAnswer, DelmSeed, DelmWorker
 from tmas.nodes.experience import ExtractExperience
 from tmas.nodes.guideline import ExtractGuideline
 from tmas.nodes.iteration import StartIteration
@@ -58,16 +59,21 @@ def _update_banks(ctx: NodeContext) -> UpdateBanks:
 
 
 @register_node("record_iteration")
-def _record_iteration(ctx: NodeContext) -> RecordIteration:
-    return RecordIteration(ctx.config)
+def _record_iteration(ctx: NodeContext, **params: Any) -> RecordIteration:
+    return RecordIteration(ctx.config, **params)
 
 
-@register_node("delm_seed", calls_llm=True)
+@register_node("delm_seed", calls_llm=True, max_calls=lambda params, config: 1)
 def _delm_seed(ctx: NodeContext, **params: Any) -> DelmSeed:
     return DelmSeed(ctx.router, ctx.config, **params)
 
 
-@register_node("delm_worker", calls_llm=True)
+def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
+    """A worker's claimed tasks, each one reasoning call and at most one judge call."""
+    return 2 * int(params.get("steps", DELM_WORKER_STEPS))
+
+
+@register_node("delm_worker", calls_llm=True, max_calls=_worker_calls)
 def _delm_worker(ctx: NodeContext, **params: Any) -> DelmWorker:
     return DelmWorker(ctx.router, ctx.config, **params)
 
@@ -87,10 +93,18 @@ def _join(ctx: NodeContext) -> Any:
     return join
 
 
-register_tasks("solver_tasks")(solver_tasks)
-register_tasks("verification_tasks")(verification_tasks)
-register_tasks("summary_tasks")(summary_tasks)
-register_tasks("reflection_tasks")(reflection_tasks)
+def _per_candidate(config: TMASConfig, width: int) -> int:
+    return width
+
+
+def _per_check(config: TMASConfig, width: int) -> int:
+    return width * config.n_verifications
+
+
+register_tasks("solver_tasks", count=_per_candidate, label="N")(solver_tasks)
+register_tasks("verification_tasks", count=_per_check, label="N x M")(verification_tasks)
+register_tasks("summary_tasks", count=_per_candidate, label="N")(summary_tasks)
+register_tasks("reflection_tasks", count=_per_candidate, label="N")(reflection_tasks)
 
 
 @register_stop("run_finished")

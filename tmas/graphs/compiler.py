@@ -20,7 +20,7 @@ from tmas.graphs.registry import (
     NodeContext,
 )
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
-from tmas.graphs.validate import validate_spec
+from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
 from tmas.state import RunState
@@ -115,9 +115,13 @@ def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:
             return [Send(t, p) for p in fanout_payloads(fanout, state, config) for t in targets]
 
         graph.add_conditional_edges(source, route, targets)
-    else:
-        for target in targets:
-            graph.add_edge(source, target)
+
+
+def _add_plain_edges(graph: StateGraph, spec: GraphSpec) -> None:
+    """One edge per target: from its only source, or a join that waits for all of them."""
+    for target, sources in plain_sources(spec).items():
+        ends = [_endpoint(source) for source in sources]
+        graph.add_edge(ends[0] if len(ends) == 1 else ends, _endpoint(target))
 
 
 def compile_spec(
@@ -147,31 +151,10 @@ def compile_spec(
         action = _action(node, spec, NodeContext(config=config, router=node_router))
         graph.add_node(node.id, action, retry_policy=_retry(node, config))
     for edge in spec.edges:
-        _add_edge(graph, edge, config)
+        if edge.fanout is not None or edge.until is not None:
+            _add_edge(graph, edge, config)
+    _add_plain_edges(graph, spec)
     return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)
-
-
-def estimate_calls(spec: GraphSpec, config: TMASConfig) -> int:
-    """LLM calls one iteration of ``spec`` makes at ``config``'s sizes (for progress display).
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> estimate_calls(load_bundled("tmas"), TMASConfig(n_candidates=4, n_verifications=2))
-        24
-    """
-    n, m = config.n_candidates, config.n_verifications
-    sizes = {"verification_tasks": n * m}
-    node_types = {node.id: node.type for node in spec.nodes}
-    total = 0
-    for edge in spec.edges:
-        if edge.fanout is None:
-            continue
-        if edge.fanout.tasks is not None:
-            size = sizes.get(edge.fanout.tasks, n)
-        else:
-            size = edge.fanout.copies or n
-        total += size * sum(1 for t in edge.targets if node_types.get(t) in LLM_NODE_TYPES)
-    return total
 
 
 STORE_NODE_TYPES = {"delm_seed", "delm_worker", "delm_answer"}

@@ -6,7 +6,6 @@ import textwrap
 
 from tmas.graphs.diagram_common import (
     Arc,
-    fanout_count,
     fanout_targets,
     layers,
     node_label,
@@ -16,7 +15,7 @@ from tmas.graphs.spec import END, START, GraphSpec
 
 LEGEND = (
     "legend: [node]  [[runs once per fan-out task]]  (START/END)\n"
-    "        -->  next    ==>  fan-out, one task each [xN]\n"
+    "        -->  next    ==>  fan-out (how many tasks it sends)\n"
     "        <--  loop back while the condition is false    --> EXIT  leave the loop"
 )
 
@@ -39,7 +38,7 @@ def _box(node_id: str, label: str, fanned: set[str]) -> str:
 
 def _arc_line(arc: Arc) -> str:
     if arc.kind == "fanout":
-        return f"==> {arc.target} [x{fanout_count(arc.edge)}]  ({arc.label})"
+        return f"==> {arc.target}  ({arc.label})"
     if arc.kind == "loop":
         return f"<-- {arc.label}: back to {arc.target}"
     if arc.kind == "exit":

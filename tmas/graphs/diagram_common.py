@@ -7,6 +7,7 @@ from typing import Literal
 
 import networkx as nx
 
+from tmas.graphs.registry import TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec, NodeSpec
 from tmas.graphs.validate import spec_digraph
 
@@ -35,29 +36,42 @@ def node_label(node: NodeSpec) -> str:
 
 
 def fanout_label(edge: EdgeSpec) -> str:
-    """How a fan-out edge makes its tasks.
+    """How a fan-out edge makes its tasks, and how many it sends.
 
     Example:
         >>> fanout_label(EdgeSpec.model_validate({"from": "a", "to": "b", "fanout": {"copies": 3}}))
         'fan-out x3'
+        >>> fanout_label(EdgeSpec.model_validate({"from": "a", "to": "b",
+        ...                                       "fanout": {"tasks": "verification_tasks"}}))
+        'fan-out: verification_tasks, N x M tasks'
     """
     assert edge.fanout is not None
     if edge.fanout.tasks:
-        return f"fan-out: {edge.fanout.tasks}"
+        return f"fan-out: {edge.fanout.tasks}, {fanout_count(edge)} tasks"
     if edge.fanout.over:
         return f"fan-out over {edge.fanout.over}"
     return f"fan-out x{edge.fanout.copies}"
 
 
 def fanout_count(edge: EdgeSpec) -> str:
-    """How many tasks a fan-out sends: the copies, or ``N`` when the state decides.
+    """How many tasks a fan-out sends: the copies, the size its task builder registered (e.g.
+    ``N x M``), ``len(LIST)`` for a fan-out over a state list, ``?`` when unknown.
 
     Example:
         >>> fanout_count(EdgeSpec.model_validate({"from": "a", "to": "b", "fanout": {"over": "x"}}))
-        'N'
+        'len(x)'
+        >>> fanout_count(EdgeSpec.model_validate({"from": "a", "to": "b",
+        ...                                       "fanout": {"tasks": "verification_tasks"}}))
+        'N x M'
     """
     assert edge.fanout is not None
-    return str(edge.fanout.copies) if edge.fanout.copies else "N"
+    if edge.fanout.copies:
+        return str(edge.fanout.copies)
+    if edge.fanout.over:
+        return f"len({edge.fanout.over})"
+    ensure_builtins()
+    size = TASK_SIZES.get(edge.fanout.tasks or "")
+    return size.label if size is not None else "?"
 
 
 def loop_label(edge: EdgeSpec) -> str:

@@ -38,7 +38,7 @@ def spec_to_dot(spec: GraphSpec) -> str:
         >>> from tmas.graphs.bundled import load_bundled
         >>> text = spec_to_dot(load_bundled("majority_vote"))
         >>> print([line for line in text.splitlines() if "fan-out" in line][0])
-          "start_iteration" -> "solve" [style=dashed, label="fan-out: solver_tasks"];
+          "start_iteration" -> "solve" [style=dashed, label="fan-out: solver_tasks, N tasks"];
     """
     fanned = fanout_targets(spec)
     lines = [

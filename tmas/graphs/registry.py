@@ -1,4 +1,5 @@
-"""Registries of node types, fan-out task builders and loop stop conditions, by name.
+"""Registries of node types, fan-out task builders, loop stop conditions and selection rules,
+by name.
 
 Built-in entries come from ``tmas.graphs.builtin``; users add their own from any module::
 
@@ -20,10 +21,40 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
+from tmas.nodes.selection_rules import SELECTION_RULES, register_selection
+
+__all__ = [
+    "LLM_CALL_BOUNDS",
+    "LLM_NODE_TYPES",
+    "NODE_TYPES",
+    "SELECTION_RULES",
+    "STOP_CONDITIONS",
+    "TASK_BUILDERS",
+    "TASK_SIZES",
+    "NodeContext",
+    "TaskSize",
+    "ensure_builtins",
+    "load_plugin",
+    "register_node",
+    "register_selection",
+    "register_stop",
+    "register_tasks",
+]
 
 NodeFactory = Callable[..., Callable[[Any], dict[str, Any]]]
 TaskBuilder = Callable[[dict[str, Any], TMASConfig], list[dict[str, Any]]]
 StopCondition = Callable[[dict[str, Any]], bool]
+CallBound = Callable[[dict[str, Any], TMASConfig], int]
+TaskCount = Callable[[TMASConfig, int], int]
+
+
+@dataclass(frozen=True)
+class TaskSize:
+    """How many tasks a builder sends: ``count(config, width)`` in an iteration of ``width``
+    candidates (for progress totals), and ``label`` for diagrams (e.g. ``N x M``)."""
+
+    count: TaskCount
+    label: str
 
 
 @dataclass(frozen=True)
@@ -36,7 +67,9 @@ class NodeContext:
 
 NODE_TYPES: dict[str, NodeFactory] = {}
 LLM_NODE_TYPES: set[str] = set()
+LLM_CALL_BOUNDS: dict[str, CallBound] = {}
 TASK_BUILDERS: dict[str, TaskBuilder] = {}
+TASK_SIZES: dict[str, TaskSize] = {}
 STOP_CONDITIONS: dict[str, StopCondition] = {}
 
 
@@ -50,10 +83,15 @@ def _register(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], An
     return decorate
 
 
-def register_node(name: str, *, calls_llm: bool = False) -> Callable[[NodeFactory], NodeFactory]:
+def register_node(
+    name: str, *, calls_llm: bool = False, max_calls: CallBound | None = None
+) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
-    Nodes that ``calls_llm`` get the run's retry policy unless their spec sets one.
+    Nodes that ``calls_llm`` get the run's retry policy unless their spec sets one, and count
+    one model call per run in progress totals; a node whose number of calls depends on what
+    it finds gives ``max_calls(params, config)``, the most it makes in one run (progress
+    totals then say "at most").
 
     Example:
         >>> @register_node("doc_example_noop")
@@ -68,14 +106,39 @@ def register_node(name: str, *, calls_llm: bool = False) -> Callable[[NodeFactor
         register(factory)  # raises before anything changes when the name is taken
         if calls_llm:
             LLM_NODE_TYPES.add(name)
+            if max_calls is not None:
+                LLM_CALL_BOUNDS[name] = max_calls
         return factory
 
     return decorate
 
 
-def register_tasks(name: str) -> Callable[[TaskBuilder], TaskBuilder]:
-    """Register a fan-out task builder ``(state, config) -> list of task payloads``."""
-    return _register(TASK_BUILDERS, "task builder", name)
+def register_tasks(
+    name: str, *, count: TaskCount | None = None, label: str = "?"
+) -> Callable[[TaskBuilder], TaskBuilder]:
+    """Register a fan-out task builder ``(state, config) -> list of task payloads``.
+
+    ``count(config, width)`` says how many tasks it sends in an iteration of ``width``
+    candidates when no model call failed (progress totals are exact then; without it they
+    count one task per candidate and say "about"); ``label`` names that number in diagrams.
+
+    Example:
+        >>> @register_tasks("doc_example_pairs", count=lambda config, width: 2 * width,
+        ...                 label="2N")
+        ... def pairs(state, config):
+        ...     return [{"problem": state["problem"], "copy": i} for i in range(2)]
+        >>> TASK_SIZES["doc_example_pairs"].label
+        '2N'
+    """
+    register = _register(TASK_BUILDERS, "task builder", name)
+
+    def decorate(builder: TaskBuilder) -> TaskBuilder:
+        register(builder)
+        if count is not None:
+            TASK_SIZES[name] = TaskSize(count, label)
+        return builder
+
+    return decorate
 
 
 def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:

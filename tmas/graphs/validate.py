@@ -34,6 +34,25 @@ def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph
     return graph
 
 
+def plain_sources(spec: GraphSpec) -> dict[str, list[str]]:
+    """For each node that plain edges lead to, their sources in declaration order. A node
+    with several runs once, after all of them ran (a join), however long each branch is.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> plain_sources(load_bundled("tmas"))["update_banks"]
+        ['extract_experience', 'extract_guideline']
+    """
+    sources: dict[str, list[str]] = {}
+    for edge in spec.edges:
+        if edge.fanout is None and edge.until is None:
+            for target in edge.targets:
+                found = sources.setdefault(target, [])
+                if edge.source not in found:
+                    found.append(edge.source)
+    return sources
+
+
 def _reference_problems(spec: GraphSpec) -> list[str]:
     problems = []
     ids = spec.node_ids()
@@ -89,14 +108,26 @@ def _structure_problems(spec: GraphSpec) -> list[str]:
         problems.append(f"loop without an exit (no 'until' edge): {' -> '.join(cycle)}")
         if len(problems) > 10:
             break
+    if not problems:
+        problems = _join_problems(spec)
     return problems
+
+
+def _join_problems(spec: GraphSpec) -> list[str]:
+    return [
+        f"node {target}: plain edges from START and from {', '.join(joined[1:])} would make "
+        "it wait for START again (a join cannot include START)"
+        for target, joined in plain_sources(spec).items()
+        if len(joined) > 1 and START in joined
+    ]
 
 
 def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """Raise ``SpecError`` listing every problem; return the spec when it is valid.
 
     Checks: node types, task builders and stop conditions are registered; edges name existing
-    nodes; every node is reachable from START and can reach END; every cycle has an exit.
+    nodes; every node is reachable from START and can reach END; every cycle has an exit; no
+    join (a node with several plain incoming edges) includes START.
     """
     ensure_builtins()
     problems = _reference_problems(spec)

@@ -101,6 +101,9 @@ class DelmSeed:
         return {"iteration": 1, "candidates": [RESET]}
 
 
+DELM_WORKER_STEPS = 4
+
+
 class DelmWorker:
     """Node: one worker's loop over the shared queue, bounded by ``steps`` tasks."""
 
@@ -109,7 +112,7 @@ class DelmWorker:
         router: ModelRouter,
         config: TMASConfig,
         *,
-        steps: int = 4,
+        steps: int = DELM_WORKER_STEPS,
         claim_ttl_s: float = 120.0,
         max_tasks: int = 12,
         max_note_chars: int = 600,

@@ -32,32 +32,54 @@ round as references (PaCoRe), aggregation of k previous members (RSA), the exper
 (RSE)."""
 
 
+def parent_of(index: int, previous: list[int]) -> int:
+    """The earlier candidate that candidate ``index`` repairs: the one with the same index
+    when it has a rollout, else one of the rollouts in turn (``previous`` holds the indices of
+    the previous iteration's rollouts; failed calls left none).
+
+    Example:
+        >>> parent_of(1, [0, 1, 2]), parent_of(1, [0, 2]), parent_of(3, [0, 2])
+        (1, 2, 2)
+    """
+    return index if index in previous else previous[index % len(previous)]
+
+
 def _later_plan(
-    planner: str,
-    config: TMASConfig,
-    iteration: int,
-    index: int,
-    previous_count: int,
-    aggregate_k: int,
+    planner: str, config: TMASConfig, iteration: int, index: int, previous: list[int], k: int
 ) -> tuple[Mode, int | None, list[int]]:
     if planner == "epsilon_greedy":
         mode = choose_mode(config, iteration, index)
-        return mode, (index % previous_count if mode == "exploit" else None), []
+        return mode, (parent_of(index, previous) if mode == "exploit" else None), []
     if planner == "refine":
-        return "exploit", index % previous_count, []
+        return "exploit", parent_of(index, previous), []
     if planner == "references":
-        return "reference", None, list(range(previous_count))
+        return "reference", None, list(previous)
     if planner == "aggregate":
         rng = random.Random(derive_seed(config.seed, "aggregate", iteration, index))
-        members = sorted(rng.sample(range(previous_count), min(aggregate_k, previous_count)))
-        return "aggregate", None, members
+        return "aggregate", None, sorted(rng.sample(previous, min(k, len(previous))))
     return "experience", None, []
+
+
+def round_size(config: TMASConfig, iteration: int, final_round_size: int | None = None) -> int:
+    """Candidates of ``iteration``: ``round_widths`` when set, else N, or ``final_round_size``
+    in the last iteration when the topology asks for one (PaCoRe ends with one sample).
+
+    Example:
+        >>> round_size(TMASConfig(n_candidates=4, max_iterations=3), 3, final_round_size=1)
+        1
+        >>> round_size(TMASConfig(round_widths=[8, 4, 2]), 3, final_round_size=1)
+        2
+    """
+    last = iteration >= config.max_iterations
+    if final_round_size is not None and last and not config.round_widths:
+        return final_round_size
+    return config.width(iteration)
 
 
 def plan_iteration(
     config: TMASConfig,
     iteration: int,
-    previous_count: int,
+    previous: list[int],
     planner: str = "epsilon_greedy",
     *,
     aggregate_k: int = 2,
@@ -65,28 +87,29 @@ def plan_iteration(
 ) -> list[Plan]:
     """The plans of every candidate of ``iteration``.
 
-    Iteration 1 (and any iteration without previous rollouts) samples plainly; ``planner``
-    decides the later ones. ``final_round_size`` shrinks the last iteration (PaCoRe ends with
-    one sample).
+    ``previous`` holds the indices of the previous iteration's rollouts (a failed solver call
+    left none); a plan names the rollouts it reads by those indices, so links survive failed
+    calls. Iteration 1 (and any iteration without previous rollouts) samples plainly;
+    ``planner`` decides the later ones; :func:`round_size` gives the number of candidates.
 
     Example:
-        >>> [p["mode"] for p in plan_iteration(TMASConfig(n_candidates=2), 1, 0)]
+        >>> [p["mode"] for p in plan_iteration(TMASConfig(n_candidates=2), 1, [])]
         ['initial', 'initial']
-        >>> plan_iteration(TMASConfig(n_candidates=3), 2, 3, "aggregate")[0]["references"]
+        >>> plan_iteration(TMASConfig(n_candidates=3), 2, [0, 1, 2], "aggregate")[0]["references"]
         [0, 2]
+        >>> [p["parent_index"] for p in plan_iteration(TMASConfig(n_candidates=3), 2, [0, 2],
+        ...                                            "refine")]
+        [0, 2, 2]
     """
     if planner not in PLANNERS:
         raise ValueError(f"unknown planner {planner!r}; choose one of {', '.join(PLANNERS)}")
-    size = config.n_candidates
-    if final_round_size is not None and iteration >= config.max_iterations:
-        size = final_round_size
     plans: list[Plan] = []
-    for index in range(size):
+    for index in range(round_size(config, iteration, final_round_size)):
         mode: Mode = "initial"
         parent, references = None, []
-        if iteration > 1 and previous_count > 0 and planner != "initial":
+        if iteration > 1 and previous and planner != "initial":
             mode, parent, references = _later_plan(
-                planner, config, iteration, index, previous_count, aggregate_k
+                planner, config, iteration, index, previous, aggregate_k
             )
         elif iteration > 1 and planner == "epsilon_greedy":
             mode = "explore"  # nothing to repair: every rollout of the last round failed
@@ -156,7 +179,7 @@ class StartIteration:
         aggregate_k: int = 2,
         final_round_size: int | None = None,
     ) -> None:
-        plan_iteration(config, 1, 0, planner)  # rejects an unknown planner now
+        plan_iteration(config, 1, [], planner)  # rejects an unknown planner now
         self.config = config
         self.planner = planner
         self.aggregate_k = aggregate_k
@@ -180,7 +203,7 @@ class StartIteration:
             "plans": plan_iteration(
                 self.config,
                 iteration,
-                len(previous),
+                [rollout["index"] for rollout in previous],
                 self.planner,
                 aggregate_k=self.aggregate_k,
                 final_round_size=self.final_round_size,

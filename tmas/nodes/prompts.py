@@ -96,10 +96,10 @@ def bullet_list(items: list[str], empty: str = "(none yet)") -> str:
 
 
 def clip(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, keeping its end (where the answer is).
+    """``text`` cut to at most ``limit`` characters, keeping its end (where the answer is).
 
     Example:
-        >>> clip("abcdef", 4)
-        '...def'
+        >>> clip("abcdefgh", 6)
+        '...fgh'
     """
-    return text if len(text) <= limit else "..." + text[-(limit - 1) :]
+    return text if len(text) <= limit else "..." + text[-max(limit - 3, 1) :]

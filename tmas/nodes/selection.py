@@ -1,76 +1,19 @@
-"""Answer selection: the verification-weighted vote, the iteration record and the stop rule."""
+"""Closing an iteration: scores, votes, Pass@1, the iteration record, the final answer (by the
+topology's selection rule) and the stop rule."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.events import emit
 from tmas.grading import pass_at_1
+from tmas.nodes.selection_rules import DEFAULT_SELECTION, selection_rule
 from tmas.nodes.summarizer import mean_score
+from tmas.nodes.voting import add_vote, tally, weighted_vote, winner
 from tmas.parsing import normalize_answer
 from tmas.state import Candidate, IterationRecord, RunState, failed
-
-NEUTRAL_SCORE = 0.5
-MIN_WEIGHT = 1e-3
-MAX_VOTE_ENTRIES = 64  # distinct answers kept in the running vote (the heaviest)
-
-
-def tally(weighted_answers: Iterable[tuple[str | None, float]]) -> dict[str, float]:
-    """Sum weights per distinct answer (grouped by normalized form, keyed by first spelling).
-
-    Example:
-        >>> tally([("18", 1.0), ("18.0", 0.5), ("7", 1.0), (None, 1.0)])
-        {'18': 1.5, '7': 1.0}
-    """
-    totals: dict[str, float] = defaultdict(float)
-    spelling: dict[str, str] = {}
-    for answer, weight in weighted_answers:
-        key = normalize_answer(answer)
-        if key is None:
-            continue
-        spelling.setdefault(key, answer.strip())  # type: ignore[union-attr]
-        totals[key] += weight
-    return {spelling[k]: round(v, 6) for k, v in totals.items()}
-
-
-def weighted_vote(answers: list[str | None], scores: list[float | None]) -> dict[str, float]:
-    """Sum of verification scores per distinct answer (unscored candidates weigh 0.5).
-
-    Example:
-        >>> weighted_vote(["18", "18.0", "17", None], [0.9, 0.5, 1.0, 1.0])
-        {'18': 1.4, '17': 1.0}
-    """
-    return tally(
-        (answer, max(NEUTRAL_SCORE if score is None else score, MIN_WEIGHT))
-        for answer, score in zip(answers, scores, strict=True)
-    )
-
-
-def winner(vote: dict[str, float]) -> str | None:
-    """The answer with the largest weight (first seen wins ties).
-
-    Example:
-        >>> winner({"3": 1.0, "4": 2.0}), winner({})
-        ('4', None)
-    """
-    return max(vote, key=vote.__getitem__) if vote else None
-
-
-def add_vote(totals: dict[str, float], vote: dict[str, float]) -> dict[str, float]:
-    """The running vote with one more iteration's vote added (the heaviest answers kept).
-
-    Example:
-        >>> add_vote({"18": 1.0}, {"18.0": 0.5, "7": 1.0})
-        {'18': 1.5, '7': 1.0}
-    """
-    combined = tally([*totals.items(), *vote.items()])
-    if len(combined) <= MAX_VOTE_ENTRIES:
-        return combined
-    kept = sorted(combined, key=combined.__getitem__, reverse=True)[:MAX_VOTE_ENTRIES]
-    return {answer: combined[answer] for answer in combined if answer in kept}
 
 
 def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
@@ -105,12 +48,25 @@ def voted(candidates: list[Candidate], scores: list[float | None]) -> dict[str, 
 class RecordIteration:
     """Node: vote, grade (when a gold answer is known), record the iteration, pick the answer.
 
-    A candidate whose solver call failed stays in the record (no answer, no score) but takes no
-    part in the vote, Pass@1 or the consensus rule.
+    The final answer comes from the selection rule ``config.selection`` names, else the
+    topology's own ``selection`` (see :mod:`tmas.nodes.selection_rules`); the state records
+    which rule produced it. A candidate whose solver call failed stays in the record (no
+    answer, no score) and counts as wrong in ``pass_at_1``; ``pass_at_1_answered`` leaves it
+    out. It takes no part in the vote or the consensus rule.
+
+    Example:
+        >>> node = RecordIteration(TMASConfig(max_iterations=1), selection="majority_last")
+        >>> update = node({"iteration": 1, "gold_answer": "3", "candidates": [
+        ...     {"index": 0, "answer": "3", "mode": "initial"},
+        ...     {"index": 1, "answer": None, "mode": "initial", "error": "HTTP 500"}]})
+        >>> update["final_answer"], update["selection"], update["history"][0]["pass_at_1"]
+        ('3', 'majority_last', 0.5)
     """
 
-    def __init__(self, config: TMASConfig) -> None:
+    def __init__(self, config: TMASConfig, selection: str = DEFAULT_SELECTION) -> None:
         self.config = config
+        self.selection = config.selection or selection
+        self.rule = selection_rule(self.selection)  # rejects an unknown rule now
 
     def __call__(self, state: RunState) -> dict[str, Any]:
         candidates = sorted(state.get("candidates", []), key=lambda c: c["index"])
@@ -119,6 +75,7 @@ class RecordIteration:
         vote = voted(candidates, scores)
         live_answers = [c["answer"] for c in candidates if not failed(c)]
         growth = state.get("bank_growth", {})
+        gold = state.get("gold_answer")
         record: IterationRecord = {
             "iteration": state["iteration"],
             "answers": answers,
@@ -127,27 +84,32 @@ class RecordIteration:
             "vote": vote,
             "voted_answer": winner(vote),
             "mean_score": mean_score(scores),
-            "pass_at_1": pass_at_1(live_answers, state.get("gold_answer")),
+            "pass_at_1": pass_at_1(answers, gold),
+            "pass_at_1_answered": pass_at_1(live_answers, gold),
+            "failed_candidates": len(answers) - len(live_answers),
             "experiences_added": growth.get("experiences", 0),
             "guidelines_added": growth.get("guidelines", 0),
         }
-        history = [*state.get("history", []), record][-self.config.history_window :]
         totals = state.get("vote_totals")
         if totals is None:  # saved before running totals were kept: its history is complete
             totals = tally(pair for old in state.get("history", []) for pair in old["vote"].items())
         totals = add_vote(totals, vote)
-        final_vote = totals if self.config.vote_scope == "all" else vote
+        final_answer = self.rule(record, totals)
+        record["selected_answer"] = final_answer
+        history = [*state.get("history", []), record][-self.config.history_window :]
         emit(
             "iteration",
             iteration=record["iteration"],
             voted_answer=record["voted_answer"],
             vote=vote,
-            final_answer=winner(final_vote),
+            final_answer=final_answer,
+            selection=self.selection,
         )
         return {
             "history": history,
             "vote_totals": totals,
-            "final_answer": winner(final_vote),
+            "final_answer": final_answer,
+            "selection": self.selection,
             "stop_reason": self.stop_reason(record, live_answers),
         }
 

@@ -18,15 +18,17 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     """One self-contained task per plan: the plan plus exactly the context its mode reads.
 
     Exploit tasks get their parent rollout, its verification summary and the experiences most
-    related to it; explore tasks get the guideline bank; initial tasks get the problem only.
+    related to it; explore tasks get the guideline bank; reference and aggregate tasks get the
+    earlier rollouts they read (PaCoRe's cut to ``reference_chars``); initial tasks get the
+    problem only. Plans name earlier rollouts by candidate index.
 
     Example:
         >>> from tmas.nodes.iteration import plan_iteration
-        >>> state = {"problem": "1+1?", "plans": plan_iteration(TMASConfig(), 1, 0)}
+        >>> state = {"problem": "1+1?", "plans": plan_iteration(TMASConfig(), 1, [])}
         >>> [t["plan"]["mode"] for t in solver_tasks(state, TMASConfig())][:2]
         ['initial', 'initial']
     """
-    previous = state.get("previous", [])
+    previous = {rollout["index"]: rollout for rollout in state.get("previous", [])}
     tasks = []
     for plan in state.get("plans", []):
         task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
@@ -40,7 +42,10 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         elif plan["mode"] == "explore":
             task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
         elif plan["mode"] in ("reference", "aggregate"):
-            task["references"] = [previous[i] for i in plan.get("references", [])]
+            limit = config.reference_chars if plan["mode"] == "reference" else None
+            task["references"] = [
+                clipped(previous[i], limit) for i in plan.get("references", [])
+            ]
         elif plan["mode"] == "experience":
             task["experiences"] = relevant_experiences(
                 state.get("experience_bank", []), state["problem"], config.experiences_per_prompt
@@ -82,11 +87,20 @@ def solver_prompt(task: dict[str, Any]) -> str:
     return prompts.SOLVER_INITIAL.format(problem=task["problem"])
 
 
-REFERENCE_CHARS = 700
+def clipped(rollout: dict[str, Any], limit: int | None) -> dict[str, Any]:
+    """``rollout`` with its text cut to its last ``limit`` characters (None: as it is).
+
+    Example:
+        >>> clipped({"index": 0, "text": "abcdefgh"}, 6)["text"]
+        '...fgh'
+    """
+    if limit is None:
+        return rollout
+    return {**rollout, "text": prompts.clip(rollout["text"], limit)}
 
 
 def reference_list(rollouts: list[dict[str, Any]]) -> str:
-    """Earlier rollouts as numbered references: each one's answer and the end of its text.
+    """Earlier rollouts as numbered references: each one's answer and its (clipped) text.
 
     Example:
         >>> print(reference_list([{"answer": "18", "text": "so 9 + 9 = 18"}]))
@@ -94,8 +108,7 @@ def reference_list(rollouts: list[dict[str, Any]]) -> str:
         so 9 + 9 = 18
     """
     return "\n\n".join(
-        f"Solution {i + 1} (answer: {r.get('answer') or 'none'}):\n"
-        f"{prompts.clip(r['text'], REFERENCE_CHARS)}"
+        f"Solution {i + 1} (answer: {r.get('answer') or 'none'}):\n{r['text']}"
         for i, r in enumerate(rollouts)
     )
 
@@ -135,6 +148,7 @@ class Solve:
             "input_tokens": reply.input_tokens,
             "output_tokens": reply.output_tokens,
             "experience_ids": [e["id"] for e in task.get("experiences", [])],
+            "references": list(plan.get("references", [])),
         }
         emit(
             "candidate",
@@ -176,6 +190,7 @@ class Solve:
             "input_tokens": 0,
             "output_tokens": 0,
             "experience_ids": [e["id"] for e in task.get("experiences", [])],
+            "references": list(plan.get("references", [])),
             "error": error,
         }
         return {"candidates": [candidate]}

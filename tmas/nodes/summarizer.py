@@ -51,7 +51,7 @@ def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
                 "iteration": state["iteration"],
                 "candidate_index": candidate["index"],
                 "answer": candidate["answer"],
-                "reports": [prompts.clip(v["text"], 800) for v in mine],
+                "reports": [prompts.clip(v["text"], config.report_chars_in_prompt) for v in mine],
                 "scores": [v["score"] for v in mine],
             }
         )

@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tmas.history import iteration_records, latest_run_states
+from tmas.nodes.selection_rules import DEFAULT_SELECTION, selection_of
 from tmas.parsing import normalize_answer
 from tmas.runner import RunManager, saved_state
 from tmas.state import Candidate, Experience, Guideline, IterationRecord, Summary, Verification
@@ -64,6 +65,7 @@ class RunTrace:
     parent_run_id: str | None = None
     status: str = ""
     final_answer: str | None = None
+    selection: str = DEFAULT_SELECTION
     stop_reason: str | None = None
     iterations: list[IterationTrace] = field(default_factory=list)
 
@@ -202,6 +204,7 @@ def collect_trace(storage: Storage, run_id: str) -> RunTrace:
         parent_run_id=record.parent_run_id,
         status=RunManager(storage).status_of(record, state),
         final_answer=state.get("final_answer"),
+        selection=selection_of(state, record.config),
         stop_reason=state.get("stop_reason"),
         iterations=collect_iterations(storage.checkpointer, run_id),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from tmas.nodes.selection_rules import describe_selection
 from tmas.trace.collect import CandidateTrace, IterationTrace, RunTrace
 from tmas.trace.plot import Series, svg_plot
 from tmas.trace.style import CSS
@@ -69,6 +70,12 @@ def _candidate(candidate: CandidateTrace, iteration: int, prefix: str) -> str:
     if parent is not None:
         target = _anchor(prefix, iteration - 1, parent)
         head += f' repairs <a href="#{target}">#{parent} of iteration {iteration - 1}</a>'
+    references = data.get("references") or []
+    if references:
+        links = ", ".join(
+            f'<a href="#{_anchor(prefix, iteration - 1, i)}">#{i}</a>' for i in references
+        )
+        head += f" reads {links} of iteration {iteration - 1}"
     parts = [f'<div class="candidate" id="{_anchor(prefix, iteration, data["index"])}">', head]
     parts.append(f'<div class="answer">answer: {_answer(data.get("answer"))}</div>')
     parts.append(_checks(candidate))
@@ -181,10 +188,8 @@ def _header(trace: RunTrace) -> str:
     )
 
 
-def _vote_scope(trace: RunTrace) -> str:
-    if trace.config.get("vote_scope", "all") == "last":
-        return "vote of the last iteration"
-    return "vote over all iterations"
+def _selection(trace: RunTrace) -> str:
+    return f"selection {trace.selection}: {describe_selection(trace.selection)}"
 
 
 def render_run(trace: RunTrace, prefix: str = "run0") -> str:
@@ -202,7 +207,7 @@ def render_run(trace: RunTrace, prefix: str = "run0") -> str:
     return (
         f'<section class="run" id="{prefix}">{_header(trace)}'
         f'<div class="final">final answer: {_answer(trace.final_answer)} '
-        f'<span class="muted">({_vote_scope(trace)})</span></div>{plot}'
+        f'<span class="muted">({esc(_selection(trace))})</span></div>{plot}'
         f'<div class="iterations">{columns or "<p class=muted>no iteration saved</p>"}</div>'
         "</section>"
     )

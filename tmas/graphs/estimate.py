@@ -1,0 +1,79 @@
+"""How many model calls a whole run of a topology makes, before it runs (progress totals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tmas.config import TMASConfig
+from tmas.graphs.registry import LLM_CALL_BOUNDS, LLM_NODE_TYPES, TASK_SIZES, ensure_builtins
+from tmas.graphs.spec import GraphSpec, NodeSpec
+from tmas.nodes.iteration import round_size
+
+
+@dataclass(frozen=True)
+class CallEstimate:
+    """The model calls of a run: ``exact`` when no node's count depends on what it finds
+    (then ``total`` is what a run without failed calls makes), else ``total`` is a bound."""
+
+    total: int
+    exact: bool = True
+
+    def __str__(self) -> str:
+        return str(self.total) if self.exact else f"<={self.total}"
+
+
+def _final_round_size(spec: GraphSpec) -> int | None:
+    planners = [node for node in spec.nodes if node.type == "start_iteration"]
+    return planners[0].params.get("final_round_size") if planners else None
+
+
+def _calls_per_run(node: NodeSpec, config: TMASConfig) -> tuple[int, bool]:
+    if node.type not in LLM_NODE_TYPES:
+        return 0, True
+    if node.type in LLM_CALL_BOUNDS:
+        return LLM_CALL_BOUNDS[node.type](node.params, config), False
+    return 1, True
+
+
+def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
+    """The model calls of a whole run of ``spec`` at ``config``'s sizes.
+
+    Each iteration's width comes from ``round_widths`` or N (and a planner's
+    ``final_round_size``); a fan-out sends what its task builder's registered count says; a
+    topology without a loop runs once.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> config = TMASConfig(n_candidates=4, n_verifications=2, max_iterations=3)
+        >>> estimate_run_calls(load_bundled("tmas"), config).total
+        72
+        >>> str(estimate_run_calls(load_bundled("pacore"), config))
+        '9'
+        >>> str(estimate_run_calls(load_bundled("delm"), config))
+        '<=26'
+    """
+    ensure_builtins()
+    nodes = {node.id: node for node in spec.nodes}
+    looped = any(edge.until for edge in spec.edges)
+    fanned = {t for edge in spec.edges if edge.fanout for t in edge.targets}
+    final_round = _final_round_size(spec)
+    total, exact = 0, True
+    for iteration in range(1, (config.max_iterations if looped else 1) + 1):
+        width = round_size(config, iteration, final_round)
+        for edge in spec.edges:
+            if edge.fanout is None:
+                continue
+            if edge.fanout.copies is not None:
+                tasks = edge.fanout.copies
+            elif edge.fanout.tasks in TASK_SIZES:
+                tasks = TASK_SIZES[edge.fanout.tasks].count(config, width)
+            else:
+                tasks, exact = width, False
+            for target in edge.targets:
+                calls, known = _calls_per_run(nodes[target], config)
+                total, exact = total + tasks * calls, exact and known
+        for node in spec.nodes:
+            if node.id not in fanned:
+                calls, known = _calls_per_run(node, config)
+                total, exact = total + calls, exact and known
+    return CallEstimate(total, exact)
