@@ -38,9 +38,16 @@ from tmas.cli_common import (
 from tmas.cli_eval import compare, evaluate
 from tmas.cli_fork import fork
 from tmas.cli_graph import graph
-from tmas.cli_input import read_documents, read_problem, run_options, setup_run
+from tmas.cli_input import (
+    read_documents,
+    read_problem,
+    revised_settings,
+    run_options,
+    setup_run,
+)
 from tmas.cli_run import drive, finish, live_options
 from tmas.cli_trace import trace
+from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.llm.model_files import ModelFileError
 from tmas.report import runs_table
@@ -134,19 +141,49 @@ def resume(
     stream: StreamOption = False,
     review: ReviewOption = False,
     as_json: JsonOption = False,
+    model: Annotated[
+        str | None, typer.Option(help="continue with this main model instead (a corrected name)")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="continue against this endpoint instead (a moved server)")
+    ] = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: Annotated[
+        int | None, typer.Option(help="continue with this context window (embedded model)")
+    ] = None,
 ) -> None:
     """Continue an interrupted or paused run from its last checkpoint, repeating no finished
-    call."""
+    call; model options correct what stopped it (an unknown model, a moved server, a context
+    too small) and are saved with the run."""
     with open_manager(db, create=False) as manager:
         try:
-            manager.registry.get(run_id)
+            record = manager.registry.get(run_id)
         except UnknownRunError as exc:
             fail(str(exc))
+            return
+        settings = None
+        if model or base_url or role_model or role_base_url or n_ctx:
+            try:
+                settings = revised_settings(
+                    record.config,
+                    record.backend,
+                    model=model,
+                    base_url=base_url,
+                    n_ctx=n_ctx,
+                    role_models=role_model,
+                    role_base_urls=role_base_url,
+                )
+                checked_router(settings[1], TMASConfig(**settings[0]))
+            except (ValueError, ModelFileError) as exc:
+                fail(error_line(exc))
+                return
         outcome = drive(
             lambda: manager.resume(
                 run_id,
                 show_progress=not quiet,
                 max_concurrency=max_concurrency,
+                settings=settings,
                 **live_options(stream, review),
             ),
             run_id,
@@ -179,7 +216,7 @@ def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
         status = manager.status_of(record, state)
     out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
     out.print(f"topology: {record.graph}   status: {status}", markup=False)
-    finish(RunOutcome(run_id, state), as_json)
+    finish(RunOutcome(run_id, state), as_json, verdict=False)
 
 
 @app.command()

@@ -33,10 +33,11 @@ from tmas.cli_common import (
     out,
 )
 from tmas.cli_input import run_options, setup_run
+from tmas.cli_run import DEGRADED_EXIT
 from tmas.eval.compare import comparison_table, load_summary, write_plots
 from tmas.eval.data import DataError, load_problems
-from tmas.eval.report import summary_table
-from tmas.eval.runner import Evaluation
+from tmas.eval.report import role_counts, summary_table
+from tmas.eval.runner import Evaluation, EvaluationStopped
 from tmas.llm.model_files import ModelFileError
 from tmas.terminal import plain
 
@@ -133,13 +134,23 @@ def evaluate(
     )
     try:
         summary = evaluation.run()
-    except (StorageError, ValueError) as exc:  # database, or the Ray cluster
+    except (StorageError, ValueError) as exc:  # database, other settings, or the Ray cluster
         fail(str(exc))
+        return
+    except EvaluationStopped as exc:  # a key, a model name or a context size to fix
+        fail(str(exc), 1)
         return
     out.print(summary_table(summary, f"{topology.name} on {data} ({spec.describe()})"))
     out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
     if summary["failed"]:
         fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)
+    if summary["degraded"]:
+        lost = role_counts(summary["failed_calls_by_role"])
+        fail(
+            f"{summary['degraded']} problem(s) finished degraded (a role lost every call; "
+            f"failed calls {lost}); the results table counts them",
+            DEGRADED_EXIT,
+        )
 
 
 def compare(

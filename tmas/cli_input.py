@@ -174,3 +174,41 @@ def setup_run(
     topology = load_topology(graph, plugins)
     config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
     return topology, config, build_backend(**backend)
+
+
+def revised_settings(
+    config: dict[str, Any],
+    backend: dict[str, Any],
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    n_ctx: int | None = None,
+    role_models: list[str] | None = None,
+    role_base_urls: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A saved run's config and backend with corrected model settings (what a resume may fix
+    after an unknown model, a moved server or a context too small); raises ConfigError for a
+    bad value, leaving the saved settings alone.
+
+    Example:
+        >>> config, backend = revised_settings(
+        ...     TMASConfig().model_dump(mode="json"),
+        ...     {"kind": "openai", "model": "m", "base_url": "http://h/v1"},
+        ...     role_models=["verifier=judge"])
+        >>> config["roles"]["verifier"]["model"], backend["model"]
+        ('judge', 'm')
+    """
+    backend_values = dict(backend)
+    for key, value in (("model", model), ("base_url", base_url), ("n_ctx", n_ctx)):
+        if value is not None:
+            backend_values[key] = value
+    try:
+        new_backend = BackendSpec(**backend_values)
+    except ValidationError as exc:
+        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+    roles = {role: dict(values) for role, values in (config.get("roles") or {}).items()}
+    for role, settings in role_settings(role_models or [], role_base_urls or []).items():
+        given = settings.model_dump(exclude_none=True)
+        roles[role] = {**roles.get(role, {}), **given}
+    new_config = load_config(**{**config, "roles": roles})
+    return new_config.model_dump(mode="json"), new_backend.model_dump(mode="json")

@@ -13,8 +13,10 @@ from rich.markup import escape
 from tmas.checkpoint import StorageError, describe_database_error
 from tmas.cli_common import err, fail, out
 from tmas.cli_live import event_printer, terminal_reviewer
+from tmas.llm.errors import ModelCallError
 from tmas.llm.model_files import ModelFileError
-from tmas.report import iteration_table
+from tmas.nodes.selection_rules import selection_of
+from tmas.report import iteration_table, usage_table
 from tmas.runner import RunBusyError, RunManager, RunOutcome
 from tmas.terminal import plain
 
@@ -28,9 +30,10 @@ def live_options(stream: bool, review: bool) -> dict[str, Any]:
     }
 
 
-def finish(outcome: RunOutcome, as_json: bool) -> None:
-    """Print the outcome of a run: its iteration table and answer, or JSON (model text never
-    reaches the terminal raw)."""
+def finish(outcome: RunOutcome, as_json: bool, verdict: bool = True) -> None:
+    """Print the outcome of a run: its iteration table, model calls and answer, or JSON (model
+    text never reaches the terminal raw); with ``verdict``, a degraded run then exits
+    non-zero (:func:`exit_if_degraded`)."""
     state = outcome.state
     if outcome.paused and not as_json:
         done = (state.get("history") or [{"iteration": 0}])[-1]["iteration"]
@@ -40,13 +43,44 @@ def finish(outcome: RunOutcome, as_json: bool) -> None:
             markup=False,
         )
     if as_json:
-        keys = ("final_answer", "stop_reason", "history", "usage")
-        shown = {"run_id": outcome.run_id, **{k: state.get(k) for k in keys}}
+        keys = ("final_answer", "selection", "stop_reason", "history", "usage")
+        shown = {
+            "run_id": outcome.run_id,
+            **{k: state.get(k) for k in keys},
+            "lost_roles": outcome.lost_roles,
+        }
         out.print_json(json.dumps(shown), ensure_ascii=True)  # no raw control characters
-        return
+    else:
+        _print_outcome(outcome)
+    if verdict:
+        exit_if_degraded(outcome)
+
+
+def _print_outcome(outcome: RunOutcome) -> None:
+    state = outcome.state
     out.print(iteration_table(state))
+    if state.get("usage"):
+        out.print(usage_table(state["usage"]))
     answer = escape(plain(state.get("final_answer")))
-    out.print(f"run {outcome.run_id}: answer [bold]{answer}[/]", highlight=False)
+    rule = escape(selection_of(state, {}))
+    out.print(f"run {outcome.run_id}: answer [bold]{answer}[/] (selection {rule})", highlight=False)
+
+
+DEGRADED_EXIT = 3
+
+
+def exit_if_degraded(outcome: RunOutcome) -> None:
+    """A run that finished although some role lost every call is no success: say which role
+    lost how many calls and exit with ``DEGRADED_EXIT``."""
+    if not outcome.finished or not outcome.lost_roles:
+        return
+    usage = outcome.state.get("usage") or {}
+    lost = ", ".join(f"{role} ({usage[role]['failed_calls']} calls)" for role in outcome.lost_roles)
+    fail(
+        f"run {outcome.run_id} finished degraded: every call of {lost} failed; "
+        "`tmas show` lists the failures",
+        DEGRADED_EXIT,
+    )
 
 
 def _saved(manager: RunManager, run_id: str) -> bool:
@@ -68,7 +102,7 @@ def failure_message(exc: BaseException, location: str) -> str:
     """
     if isinstance(exc, sqlite3.DatabaseError):
         return describe_database_error(exc, location)
-    if isinstance(exc, ModelFileError | ValueError | StorageError):
+    if isinstance(exc, ModelFileError | ValueError | StorageError | ModelCallError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
 

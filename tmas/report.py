@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tmas.runs import RunRecord
+from tmas.state import failed_calls_by_role, lost_roles
 from tmas.terminal import plain
 
 PROBLEM_HEAD = 18
@@ -65,25 +66,79 @@ def iteration_table(state: dict[str, Any]) -> Table:
     return table
 
 
+def _id_column(table: Table, name: str, ids: list[str]) -> None:
+    """A column of run ids, never cut or wrapped: other columns give way."""
+    table.add_column(name, no_wrap=True, min_width=max((len(i) for i in ids), default=len(name)))
+
+
 def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
-    """One row per run: id, created, status, iterations done, answer, parent run (of a fork),
-    problem head."""
+    """One row per run: id, created, status, iterations done, failed model calls, answer,
+    parent run (of a fork), problem head. Run ids are shown whole at any terminal width;
+    the answer and the problem shrink first.
+
+    Example:
+        >>> import io
+        >>> from rich.console import Console
+        >>> from tmas.runs import RunRecord
+        >>> record = RunRecord("eval-3f2a9c1d-gsm8k-test-117", 0.0, "x" * 90, None, "tmas",
+        ...                    {}, {}, None, "finished", None, None)
+        >>> console = Console(width=80, file=io.StringIO())
+        >>> console.print(runs_table([(record, {}, "interrupted")]))
+        >>> text = console.file.getvalue()
+        >>> "eval-3f2a9c1d-gsm8k-test-117" in text and "interrupted" in text
+        True
+    """
     table = Table(title="Runs", box=box.SIMPLE)
-    for column in ("id", "created", "status", "iters", "answer", "parent"):
-        table.add_column(column, no_wrap=True)
+    _id_column(table, "id", [record.run_id for record, _, _ in rows])
+    statuses = [status for _, _, status in rows]
+    table.add_column("created", no_wrap=True, min_width=11)
+    table.add_column("status", no_wrap=True, min_width=max(map(len, statuses), default=6))
+    table.add_column("iters", no_wrap=True)
+    table.add_column("failed", no_wrap=True)
+    table.add_column("answer", overflow="ellipsis", no_wrap=True, max_width=ANSWER_WIDTH)
+    parents = [record.parent_run_id for record, _, _ in rows if record.parent_run_id]
+    if parents:
+        _id_column(table, "parent", parents)
     table.add_column("problem", overflow="ellipsis", no_wrap=True, max_width=PROBLEM_HEAD)
     for record, state, status in rows:
         history = state.get("history") or [{"iteration": 0}]
         done = history[-1]["iteration"]
         total = record.config.get("max_iterations", "?")
         created = time.strftime("%m-%d %H:%M", time.localtime(record.created_at))
-        table.add_row(
-            cell(record.run_id),
+        failed = sum(failed_calls_by_role(state.get("usage")).values())
+        cells = [
+            Text(record.run_id),
             created,
             status,
             f"{done}/{total}",
+            str(failed) if failed else "-",
             cell(state.get("final_answer") or "-"),
-            cell(record.parent_run_id or "-"),
-            cell(record.problem, 500),
+        ]
+        if parents:
+            cells.append(Text(record.parent_run_id or "-"))
+        table.add_row(*cells, cell(record.problem, 500))
+    return table
+
+
+def usage_table(usage: dict[str, Any]) -> Table:
+    """Model calls per role: made, failed for good, tokens in and out; a role that lost every
+    call is marked.
+
+    Example:
+        >>> usage_table({"solver": {"calls": 4, "input_tokens": 9, "output_tokens": 7},
+        ...              "verifier": {"calls": 0, "failed_calls": 8}}).row_count
+        2
+    """
+    table = Table(title="Model calls")
+    for column in ("role", "calls", "failed", "tokens in", "tokens out"):
+        table.add_column(column, justify="left" if column == "role" else "right")
+    lost = set(lost_roles(usage))
+    for role, counts in usage.items():
+        table.add_row(
+            role + (" (every call failed)" if role in lost else ""),
+            str(counts.get("calls", 0)),
+            str(counts.get("failed_calls", 0)),
+            f"{counts.get('input_tokens', 0):,}",
+            f"{counts.get('output_tokens', 0):,}",
         )
     return table

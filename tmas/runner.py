@@ -20,6 +20,7 @@ from tmas.llm.router import ModelRouter
 from tmas.nodes.failures import solver_replay
 from tmas.progress import ProgressDisplay, ProgressTracker
 from tmas.runs import RunRecord
+from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 
 DEFAULT_MAX_CONCURRENCY = 16
@@ -47,6 +48,11 @@ class RunOutcome:
     def finished(self) -> bool:
         """True once the loop stopped (max iterations or the early-stop rule)."""
         return bool(self.state.get("stop_reason"))
+
+    @property
+    def lost_roles(self) -> list[str]:
+        """Roles that lost every call of the run: a finished run with any is degraded."""
+        return lost_roles(self.state.get("usage"))
 
 
 def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
@@ -169,9 +175,13 @@ class RunManager:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
+        settings: tuple[dict[str, Any], dict[str, Any]] | None = None,
     ) -> RunOutcome:
         """Continue a saved run from its last checkpoint (a finished run is returned as is);
-        a run stopped because every solver call of an iteration failed makes those calls again."""
+        a run stopped because every solver call of an iteration failed makes those calls again.
+
+        ``settings`` (config, backend) replace the saved ones first: corrected model settings
+        after a run stopped on an unknown model, a moved server or a context too small."""
         record = self.registry.get(run_id)
         state = saved_state(self.storage, run_id)
         if state.get("stop_reason"):
@@ -181,6 +191,9 @@ class RunManager:
                 f"run {run_id} is still running in process {record.pid}; "
                 "stop that process first (or wait for it)"
             )
+        if settings is not None:
+            self.registry.set_settings(run_id, *settings)
+            record = self.registry.get(run_id)
         graph, config, spec = self.graph_for(
             record.config, record.backend, record.topology, max_concurrency
         )
@@ -243,20 +256,36 @@ class RunManager:
             self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")
             raise
         final = saved_state(self.storage, record.run_id)
-        status = "finished" if final.get("stop_reason") else ("paused" if paused else "stopped")
+        status = finished_status(final) or ("paused" if paused else "stopped")
         self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final, paused)
 
     def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
-        """finished / running / paused / interrupted / failed, from the registry and the
-        checkpoint."""
-        if state.get("stop_reason"):
-            return "finished"
+        """finished / degraded / running / paused / interrupted / failed, from the registry and
+        the checkpoint."""
+        if done := finished_status(state):
+            return done
         if record.status == "running" and record.process_alive():
             return "running"
         if record.status in ("failed", "paused"):
             return record.status
         return "interrupted"
+
+
+def finished_status(state: dict[str, Any]) -> str | None:
+    """``finished``, ``degraded`` (finished, but some role lost every call), or None for a run
+    that has not finished.
+
+    Example:
+        >>> finished_status({"stop_reason": "max_iterations"}), finished_status({})
+        ('finished', None)
+        >>> finished_status({"stop_reason": "max_iterations",
+        ...                  "usage": {"verifier": {"calls": 0, "failed_calls": 4}}})
+        'degraded'
+    """
+    if not state.get("stop_reason"):
+        return None
+    return "degraded" if lost_roles(state.get("usage")) else "finished"
 
 
 def iteration_end_node(spec: GraphSpec) -> str:

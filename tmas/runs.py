@@ -169,6 +169,13 @@ class RunRegistry:
             (status, error, os.getpid(), socket.gethostname(), run_id),
         )
 
+    def set_settings(self, run_id: str, config: dict[str, Any], backend: dict[str, Any]) -> None:
+        """Replace a run's saved config and backend (a resume with corrected model settings)."""
+        self.db.write(
+            "update tmas_runs set config_json=?, backend_json=? where run_id=?",
+            (json.dumps(config), json.dumps(backend), run_id),
+        )
+
     def get(self, run_id: str) -> RunRecord:
         """The row of ``run_id``; UnknownRunError when there is none."""
         found = self.db.rows(

@@ -13,9 +13,11 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
+from tmas.eval.identity import identity_changes
 from tmas.eval.report import result_row
-from tmas.graphs.spec import GraphSpec
+from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter
 from tmas.runner import RunManager, saved_state
 from tmas.runs import RunRecord
@@ -59,25 +61,57 @@ def _worker_router(job: ProblemJob) -> ModelRouter:
     return _ROUTERS[key]
 
 
-def _settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
-    """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation."""
-    try:  # settings added since the run was saved take their defaults
-        saved = TMASConfig(**record.config).model_dump(mode="json")
+def _run_settings(
+    graph: str, config: dict[str, Any], backend: dict[str, Any], topology: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What a run's results depend on, comparable across versions (later config fields take
+    their defaults; the spec is parsed and dumped again)."""
+    try:
+        config = TMASConfig(**config).model_dump(mode="json")
     except ValueError:
-        saved = record.config
-    if record.graph == job.spec.name and saved == job.config.model_dump(mode="json"):
+        pass
+    try:
+        backend = BackendSpec(**backend).identity()
+    except ValueError:
+        pass
+    topology = topology or {}
+    spec = topology.get("spec")
+    if spec is not None:
+        spec = parse_spec(spec).model_dump(by_alias=True, mode="json")
+    return {
+        "graph": graph,
+        "config": config,
+        "backend": backend,
+        "spec": spec,
+        "plugins": list(topology.get("plugins") or []),
+    }
+
+
+def settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
+    """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation:
+    the differences between its saved settings and the job's, or None."""
+    saved = _run_settings(record.graph, record.config, record.backend, record.topology)
+    current = _run_settings(
+        job.spec.name,
+        job.config.model_dump(mode="json"),
+        job.backend.model_dump(mode="json"),
+        {"spec": job.spec.model_dump(by_alias=True), "plugins": list(job.plugins)},
+    )
+    if saved["spec"] is None:  # saved before runs kept their topology
+        saved["spec"] = current["spec"] if record.graph == job.spec.name else None
+    changes = identity_changes(saved, current)
+    if not changes:
         return None
     return (
-        f"run {record.run_id} was saved with other settings ({record.graph}, "
-        f"{record.config.get('n_candidates')}x{record.config.get('n_verifications')}, "
-        f"{record.config.get('max_iterations')} iterations); rerun with those settings or "
-        "write this evaluation to another --out folder"
+        f"run {record.run_id} was saved with other settings ({'; '.join(changes[:4])}); "
+        "rerun with those settings or write this evaluation to another --out folder"
     )
 
 
 def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[str, Any]:
     """Start, resume or report the run of ``job`` and return its results row (never raises:
-    a failure is reported in the row's ``error``)."""
+    a failure is reported in the row's ``error``; ``fatal`` when no other problem can succeed
+    either until a setting is fixed, see ``ModelCallError.fatal``)."""
     problem, run_id, name = job.problem, job.run_id, job.spec.name
     try:
         storage = open_storage(job.db)
@@ -86,10 +120,10 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     shared = router or _worker_router(job)
     manager = RunManager(storage, router_factory=lambda backend, config: shared)
     started = time.monotonic()
-    error = None
+    error, fatal = None, False
     try:
         if manager.registry.exists(run_id):
-            mismatch = _settings_mismatch(manager.registry.get(run_id), job)
+            mismatch = settings_mismatch(manager.registry.get(run_id), job)
             if mismatch:
                 return result_row(problem, run_id, name, {}, None, mismatch)
             state = saved_state(storage, run_id)
@@ -112,9 +146,10 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
             )
         state = outcome.state
     except Exception as exc:  # noqa: BLE001 - one failed problem must not stop the rest
-        error = f"{type(exc).__name__}: {exc}"
+        fatal = isinstance(exc, ModelCallError) and exc.fatal is not None
+        error = str(exc) if fatal else f"{type(exc).__name__}: {exc}"
         state = saved_state(storage, run_id) if manager.registry.exists(run_id) else {}
     finally:
         storage.close()
     wall = time.monotonic() - started + (job.previous_wall_s or 0.0)
-    return result_row(problem, run_id, name, state, wall, error)
+    return result_row(problem, run_id, name, state, wall, error, fatal=fatal)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tmas.eval.job import ProblemJob, solve_problem
@@ -67,9 +67,13 @@ def _forwarded_env(jobs: Sequence[ProblemJob]) -> dict[str, str]:
 
 
 def run_on_ray(
-    jobs: Sequence[ProblemJob], address: str, concurrency: int
+    jobs: Sequence[ProblemJob],
+    address: str,
+    concurrency: int,
+    stopped: Callable[[], bool] = lambda: False,
 ) -> Iterator[dict[str, Any]]:
-    """Yield one results row per job, solved as Ray tasks on the cluster at ``address``.
+    """Yield one results row per job, solved as Ray tasks on the cluster at ``address``; once
+    ``stopped()`` is true no further job is submitted (those in flight finish).
 
     A task whose worker dies yields a row with the error; its run stays saved, so running the
     evaluation again resumes it.
@@ -83,6 +87,10 @@ def run_on_ray(
     in_flight: dict[Any, ProblemJob] = {}
     try:
         while waiting or in_flight:
+            if stopped():
+                waiting.clear()
+            if not in_flight and not waiting:
+                break
             while waiting and len(in_flight) < concurrency:
                 job = waiting.pop(0)
                 in_flight[remote.remote(job)] = job

@@ -9,6 +9,7 @@ from rich.table import Table
 from tmas.eval.data import Problem
 from tmas.grading import is_correct
 from tmas.nodes.voting import tally, winner
+from tmas.runner import finished_status
 from tmas.state import failed_calls_by_role, lost_roles
 
 
@@ -19,6 +20,8 @@ def result_row(
     state: dict[str, Any],
     wall_s: float | None,
     error: str | None = None,
+    *,
+    fatal: bool = False,
 ) -> dict[str, Any]:
     """One JSONL row: answers per iteration, the selected answer and the rule that selected it,
     correctness, Pass@1 per iteration (a failed solver call counts as wrong; the
@@ -43,6 +46,7 @@ def result_row(
         "gold": problem.answer,
         "status": row_status(state, error),
         "error": error,
+        "fatal": fatal,
         "lost_roles": lost_roles(usage),
         "selected_answer": state.get("final_answer"),
         "selection": state.get("selection"),
@@ -72,9 +76,7 @@ def row_status(state: dict[str, Any], error: str | None = None) -> str:
         ...     "failed_calls": 2}}}), row_status({}, "boom"), row_status({})
         ('degraded', 'failed', 'unfinished')
     """
-    if state.get("stop_reason"):
-        return "degraded" if lost_roles(state.get("usage")) else "finished"
-    return "failed" if error else "unfinished"
+    return finished_status(state) or ("failed" if error else "unfinished")
 
 
 ANSWERED = ("finished", "degraded")

@@ -18,7 +18,14 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
-from tmas.eval.job import ProblemJob, eval_run_id, solve_problem
+from tmas.eval.identity import (
+    EvaluationMismatch,
+    check_identity,
+    evaluation_identity,
+    read_identity,
+    write_identity,
+)
+from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.report import summarize
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
@@ -27,6 +34,11 @@ from tmas.storage import is_database_url, open_storage
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
+
+
+class EvaluationStopped(RuntimeError):
+    """A problem failed for a reason no retry can fix (a rejected key, an unknown model, a
+    prompt that cannot fit): the evaluation started no further problem."""
 
 
 @dataclass
@@ -81,16 +93,44 @@ class Evaluation:
             for problem in self.problems
         ]
 
-    def _rows(self, jobs: list[ProblemJob]) -> Iterator[dict[str, Any]]:
+    def _rows(self, jobs: list[ProblemJob], stop: threading.Event) -> Iterator[dict[str, Any]]:
+        """Each job's results row as it finishes; once ``stop`` is set no job starts."""
         if self.ray_address:
             from tmas.eval.ray_pool import run_on_ray
 
-            yield from run_on_ray(jobs, self.ray_address, self.concurrency)
+            yield from run_on_ray(jobs, self.ray_address, self.concurrency, stop.is_set)
             return
+
+        def solve(job: ProblemJob) -> dict[str, Any] | None:
+            if stop.is_set():
+                return None
+            row = solve_problem(job, self.router)
+            if row.get("fatal"):
+                stop.set()  # before this worker takes its next job
+            return row
+
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(solve_problem, job, self.router) for job in jobs]
+            futures = [pool.submit(solve, job) for job in jobs]
             for future in as_completed(futures):
-                yield future.result()
+                row = future.result()
+                if row is not None:
+                    yield row
+
+    def _check_saved_runs(self, jobs: list[ProblemJob]) -> None:
+        """Refuse a folder whose saved runs were made with other settings."""
+        storage = open_storage(self.db)
+        try:
+            for job in jobs:
+                if storage.registry.exists(job.run_id):
+                    reason = settings_mismatch(storage.registry.get(job.run_id), job)
+                    if reason:
+                        raise EvaluationMismatch(f"{self.out_dir}: {reason}")
+        finally:
+            storage.close()
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`)."""
+        return evaluation_identity(self.spec, self.config, self.backend, self.plugins)
 
     def _append(self, row: dict[str, Any]) -> None:
         with self._lock, (self.out_dir / RESULTS).open("a", encoding="utf-8") as handle:
@@ -99,13 +139,34 @@ class Evaluation:
             self.on_row(row)
 
     def run(self) -> dict[str, Any]:
-        """Solve every problem (skipping finished ones), then write results and summary."""
+        """Solve every problem (skipping finished ones), then write results and summary.
+
+        Refuses (``EvaluationMismatch``) a folder that holds results of other settings; stops
+        starting problems once one failed for a reason no retry can fix
+        (``EvaluationStopped``), keeping every run resumable."""
+        identity = self.identity()
+        check_identity(self.out_dir, identity)
         self.out_dir.mkdir(parents=True, exist_ok=True)
+        previous = self._previous_rows()
+        jobs = self._jobs(previous)
         open_storage(self.db).close()  # create the schema once, before workers connect
+        if previous and read_identity(self.out_dir) is None:  # saved before identities
+            self._check_saved_runs(jobs)
+        write_identity(self.out_dir, identity)
         rows: dict[str, dict[str, Any]] = {}
-        for row in self._rows(self._jobs(self._previous_rows())):
+        stop = threading.Event()
+        for row in self._rows(jobs, stop):
             rows[row["id"]] = row
             self._append(row)
+            if row.get("fatal"):
+                stop.set()
+        fatal = [row for row in rows.values() if row.get("fatal")]
+        if fatal:
+            waiting = len(self.problems) - len(rows)
+            raise EvaluationStopped(
+                f"evaluation stopped: {fatal[0]['error']}; fix it and rerun the same command "
+                f"({waiting} problem(s) not started, every saved run resumes)"
+            )
         ordered = [rows[p.id] for p in self.problems]
         tmp = self.out_dir / f"{RESULTS}.tmp"
         tmp.write_text("".join(json.dumps(r) + "\n" for r in ordered), encoding="utf-8")
@@ -115,6 +176,7 @@ class Evaluation:
             "config": self.config.model_dump(mode="json"),
             "backend": self.backend.describe(),
             **summarize(ordered),
+            "identity": identity,
         }
         (self.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         return summary

@@ -54,6 +54,21 @@ class BackendSpec(BaseModel):
 
         return self.model_copy(update={"model": "qwen" if qwen_available() else "smollm2"})
 
+    def identity(self) -> dict[str, object]:
+        """The settings that decide what the models answer (not timeouts, threads or where the
+        API key comes from): kind, model, URL, and the context size of the embedded model.
+
+        Example:
+            >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").identity()
+            {'kind': 'openai', 'model': 'm', 'base_url': 'http://h/v1'}
+        """
+        found: dict[str, object] = {"kind": self.kind, "model": self.model}
+        if self.base_url:
+            found["base_url"] = self.base_url
+        if self.kind == "llamacpp":
+            found["n_ctx"] = self.n_ctx
+        return found
+
     def describe(self) -> str:
         """One line for humans.
 

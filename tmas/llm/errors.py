@@ -16,6 +16,49 @@ _TRANSIENT_NAMES = {
     "PoolTimeout",
 }
 MAX_RETRY_AFTER_S = 300.0
+_CONTEXT_PHRASES = (
+    "context window",
+    "context length",
+    "maximum model length",
+    "prompt is too long",
+    "too many tokens",
+)
+
+
+class ContextOverflowError(ValueError):
+    """A prompt that cannot fit the model's context window (no retry can fix it)."""
+
+
+def fatal_cause(exc: BaseException) -> str | None:
+    """Why no retry and no other call can succeed (the run should stop and say so), or None.
+
+    Rejected API keys (HTTP 401), refused access (403), an unknown model or endpoint (404) and
+    a prompt that cannot fit the model's context are settings to fix, not faults to ride out.
+
+    Example:
+        >>> class Unauthorized(Exception):
+        ...     status_code = 401
+        >>> fatal_cause(Unauthorized("bad key"))
+        'the endpoint rejected the API key (HTTP 401)'
+        >>> fatal_cause(ContextOverflowError("4200 prompt tokens, n_ctx=4096"))
+        "the prompt does not fit the model's context"
+        >>> fatal_cause(ConnectionResetError()) is None
+        True
+    """
+    if isinstance(exc, ModelCallError):
+        return exc.fatal
+    status = getattr(exc, "status_code", None)
+    if status == 401:
+        return "the endpoint rejected the API key (HTTP 401)"
+    if status == 403:
+        return "the endpoint refused access (HTTP 403)"
+    if status == 404:
+        return "the endpoint does not know this model or path (HTTP 404)"
+    text = str(exc).lower()
+    overflow = isinstance(exc, ContextOverflowError) or any(p in text for p in _CONTEXT_PHRASES)
+    if overflow and status in (None, 400, 413, 422):
+        return "the prompt does not fit the model's context"
+    return None
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -70,13 +113,17 @@ def _describe(exc: BaseException) -> str:
 
 
 class ModelCallError(RuntimeError):
-    """A chat-model call of one role failed; ``transient`` says whether a retry may fix it and
-    ``retry_after_s`` how long the server asked to wait. The original error is ``__cause__``.
+    """A chat-model call of one role failed; ``transient`` says whether a retry may fix it,
+    ``retry_after_s`` how long the server asked to wait, and ``fatal`` (a cause, see
+    :func:`fatal_cause`) that no call of this model can succeed until a setting is fixed. The
+    original error is ``__cause__``.
 
     Example:
         >>> err = ModelCallError.wrap("verifier", ConnectionResetError("peer reset"))
-        >>> str(err), err.transient
-        ('verifier call failed: ConnectionResetError: peer reset', True)
+        >>> str(err), err.transient, err.fatal
+        ('verifier call failed: ConnectionResetError: peer reset', True, None)
+        >>> print(ModelCallError.wrap("summary", ContextOverflowError("n=5000"), "m"))
+        summary model m: the prompt does not fit the model's context (ContextOverflowError: n=5000)
     """
 
     def __init__(
@@ -86,20 +133,31 @@ class ModelCallError(RuntimeError):
         role: str | None = None,
         transient: bool = False,
         retry_after_s: float | None = None,
+        fatal: str | None = None,
+        model: str | None = None,
     ) -> None:
         super().__init__(message)
         self.role = role
         self.transient = transient
         self.retry_after_s = retry_after_s
+        self.fatal = fatal
+        self.model = model
 
     @classmethod
-    def wrap(cls, role: str, exc: BaseException) -> ModelCallError:
-        """The error raised for ``exc`` escaping a call of ``role``'s model."""
+    def wrap(cls, role: str, exc: BaseException, model: str | None = None) -> ModelCallError:
+        """The error raised for ``exc`` escaping a call of ``role``'s ``model``."""
+        cause = fatal_cause(exc)
+        if cause is not None:
+            message = f"{role} model {model or '(unnamed)'}: {cause} ({_describe(exc)})"
+        else:
+            message = f"{role} call failed: {_describe(exc)}"
         return cls(
-            f"{role} call failed: {_describe(exc)}",
+            " ".join(message.split()),
             role=role,
-            transient=is_transient(exc),
+            transient=cause is None and is_transient(exc),
             retry_after_s=retry_after_s(exc),
+            fatal=cause,
+            model=model,
         )
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from tmas.llm.errors import ContextOverflowError
 from tmas.llm.prefix_gate import PrefixAffinityLock
 
 _ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant"}
@@ -55,7 +56,7 @@ class ChatLlamaCpp(BaseChatModel):
     so llama.cpp re-evaluates only the part of its prompt that differs.
     Per-call keyword arguments ``max_tokens``, ``temperature`` and ``seed`` override the
     fields. When prompt plus ``max_tokens`` would overflow ``n_ctx``, ``max_tokens`` shrinks
-    to fit; a prompt that alone does not fit raises ``ValueError``.
+    to fit; a prompt that alone does not fit raises ``ContextOverflowError`` (a ValueError).
 
     Example:
         >>> from tmas.llm.model_files import smollm2_path
@@ -147,7 +148,7 @@ class ChatLlamaCpp(BaseChatModel):
         n_ctx = llama.n_ctx()
         prompt_tokens = self._count_prompt_tokens(llama, chat)
         if prompt_tokens >= n_ctx:
-            raise ValueError(
+            raise ContextOverflowError(
                 f"prompt too long for the context window: {prompt_tokens} prompt tokens, "
                 f"n_ctx={n_ctx}; shorten the prompt or raise n_ctx"
             )
@@ -166,7 +167,7 @@ class ChatLlamaCpp(BaseChatModel):
 
     @staticmethod
     def _overflow(exc: ValueError) -> ValueError:
-        return ValueError(
+        return ContextOverflowError(
             f"prompt too long for the context window ({exc}); shorten the prompt or raise n_ctx"
         )
 

@@ -56,6 +56,20 @@ def _usage_of(message: Any) -> tuple[int, int]:
     return int(usage.get("input_tokens", 0) or 0), int(usage.get("output_tokens", 0) or 0)
 
 
+def describe_model(model: Any) -> str:
+    """A chat model's name for messages: its model name and, for an endpoint, where it is.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> describe_model(ScriptedChatModel())
+        'ScriptedChatModel'
+    """
+    name = getattr(model, "model_name", None) or getattr(model, "model", None)
+    where = getattr(model, "openai_api_base", None)
+    text = repr(name) if isinstance(name, str) and name else type(model).__name__
+    return f"{text} at {where}" if where else text
+
+
 class ModelRouter:
     """Maps each role to a chat model (the main one unless overridden) and calls it.
 
@@ -177,9 +191,10 @@ class ModelRouter:
             temperature = self.role_temperatures.get(self.model_role or role, self.temperature)
             if temperature is not None:
                 kwargs["temperature"] = temperature
+        model = self.model_for(role)
         with self._slots or contextlib.nullcontext():
             try:
-                reply: AIMessage = self.model_for(role).invoke(
+                reply: AIMessage = model.invoke(
                     [SystemMessage(system), HumanMessage(user)],
                     config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
                     **kwargs,
@@ -187,6 +202,6 @@ class ModelRouter:
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                raise ModelCallError.wrap(role, exc) from exc
+                raise ModelCallError.wrap(role, exc, describe_model(model)) from exc
         input_tokens, output_tokens = _usage_of(reply)
         return Completion(_text_of(reply), input_tokens, output_tokens)

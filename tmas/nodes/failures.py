@@ -1,4 +1,5 @@
-"""Model calls that fail for good are recorded and left out; they never crash a run.
+"""Model calls that fail for good are recorded and left out; they never crash a run, unless
+no call can succeed until a setting is fixed.
 
 LLM nodes run under a LangGraph retry policy (``retry_policy``) and inside ``RecordFailures``,
 which lets a transient ``ModelCallError`` propagate (so LangGraph retries it, after any wait the
@@ -10,6 +11,11 @@ verdict, ...), a ``failed_calls`` count in ``usage`` and a ``call_failures`` ent
 An iteration whose every solver call failed cannot go on: ``RequireCandidate`` stops the run
 there with ``AllSolverCallsFailed``, its checkpoints intact, and ``solver_replay`` says where
 a resumed run picks up to make those calls again.
+
+A failure no retry and no other call can get past (a rejected API key, an unknown model, a
+prompt that cannot fit the context: ``ModelCallError.fatal``) stops the run at once with that
+error, naming the role, the model and the cause; the calls that finished are saved, so the run
+resumes once the cause is fixed.
 """
 
 from __future__ import annotations
@@ -115,6 +121,9 @@ class RecordFailures:
         try:
             return self.node(task)
         except ModelCallError as exc:
+            if exc.fatal:
+                emit("call_failed", **self.failure_record(task, exc))
+                raise  # a setting to fix: the run stops here, its checkpoints intact
             attempt = attempt_number()
             if exc.transient and attempt is not None and attempt < self.max_attempts:
                 if exc.retry_after_s:
@@ -122,19 +131,23 @@ class RecordFailures:
                 raise
             return self.failure_update(task, exc)
 
-    def failure_update(self, task: Any, exc: ModelCallError) -> dict[str, Any]:
-        """The node's failure items plus the failed call in ``usage`` and ``call_failures``."""
-        role = exc.role or "unknown"
+    def failure_record(self, task: Any, exc: ModelCallError) -> CallFailure:
+        """The ``call_failures`` entry of a call that failed for good."""
         iteration, index = task_location(task)
-        on_failure = getattr(self.node, "on_failure", None)
-        update = dict(on_failure(task, str(exc)) if on_failure is not None else {})
-        record: CallFailure = {
+        return {
             "iteration": iteration,
-            "role": role,
+            "role": exc.role or "unknown",
             "node": self.name,
             "index": index,
             "error": str(exc)[:500],
         }
+
+    def failure_update(self, task: Any, exc: ModelCallError) -> dict[str, Any]:
+        """The node's failure items plus the failed call in ``usage`` and ``call_failures``."""
+        record = self.failure_record(task, exc)
+        role = record["role"]
+        on_failure = getattr(self.node, "on_failure", None)
+        update = dict(on_failure(task, str(exc)) if on_failure is not None else {})
         update["usage"] = add_usage(update.get("usage"), {role: {"failed_calls": 1}})
         update["call_failures"] = [*update.get("call_failures", []), record]
         emit("call_failed", **record)

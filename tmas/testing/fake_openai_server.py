@@ -124,6 +124,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
             self._send_error(400, "'messages' must be a list of objects", "invalid_request_error")
             return
+        refusal = self.server.fake.refusal(self.headers.get("Authorization"), body, messages)
+        if refusal is not None:
+            self._send_error(*refusal)
+            return
         self.server.fake._serve_completion(self, body, messages)
 
 
@@ -137,6 +141,11 @@ class FakeOpenAIServer:
         port: The port to bind; 0 picks a free one.
         max_requests: Chat completions to serve; later ones get HTTP 503.
         on_complete: Called with the running count after each served completion.
+        api_key: When set, a request without ``Authorization: Bearer <api_key>`` gets HTTP
+            401, as a real endpoint answers a wrong key.
+        served_models: When set, a request for another model gets HTTP 404.
+        max_context_tokens: When set, a prompt of more words than this gets HTTP 400 with
+            vLLM's "maximum context length" message.
 
     Example:
         >>> from openai import OpenAI
@@ -157,6 +166,9 @@ class FakeOpenAIServer:
         max_requests: int = 100_000,
         *,
         on_complete: Callable[[int], None] | None = None,
+        api_key: str | None = None,
+        served_models: tuple[str, ...] | None = None,
+        max_context_tokens: int | None = None,
     ) -> None:
         if not _is_loopback(host):
             raise ValueError(f"FakeOpenAIServer binds loopback addresses only, not {host!r}")
@@ -168,6 +180,10 @@ class FakeOpenAIServer:
         self.port = port
         self.max_requests = max_requests
         self.on_complete = on_complete
+        self.api_key = api_key
+        self.served_models = served_models
+        self.max_context_tokens = max_context_tokens
+        self.refused: list[int] = []  # the HTTP status of each refused request
         self._lock = threading.Lock()
         self._admitted = 0
         self._completed = 0
@@ -243,6 +259,31 @@ class FakeOpenAIServer:
         """The peak number of chat completions processed at once."""
         with self._lock:
             return self._max_in_flight
+
+    def refusal(
+        self, authorization: str | None, body: dict[str, Any], messages: list[dict[str, Any]]
+    ) -> tuple[int, str, str] | None:
+        """The error a real endpoint would answer this request with (status, message, kind),
+        or None to serve it; each refusal is kept in ``refused``."""
+        found: tuple[int, str, str] | None = None
+        model = str(body.get("model"))
+        if self.api_key is not None and authorization != f"Bearer {self.api_key}":
+            found = (401, "Incorrect API key provided", "invalid_request_error")
+        elif self.served_models is not None and model not in self.served_models:
+            found = (404, f"The model `{model}` does not exist.", "not_found_error")
+        elif self.max_context_tokens is not None:
+            words = sum(_words(_text_of(m)) for m in messages)
+            if words > self.max_context_tokens:
+                found = (
+                    400,
+                    f"This model's maximum context length is {self.max_context_tokens} tokens. "
+                    f"However, your request has {words} input tokens.",
+                    "invalid_request_error",
+                )
+        if found is not None:
+            with self._lock:
+                self.refused.append(found[0])
+        return found
 
     def _serve_completion(
         self,
