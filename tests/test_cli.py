@@ -8,6 +8,13 @@ from pathlib import Path
 import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
+from tmas.checkpoint import connect
+from tmas.config import TMASConfig
+from tmas.llm.backend import BackendSpec
+from tmas.llm.router import ModelRouter
+from tmas.runner import RunManager
+from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
+
 
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
@@ -69,6 +76,28 @@ def test_runs_lists_the_run(home: Path) -> None:
     assert "18" in row
     assert "2/2" in row
     assert "finished" in row
+
+
+@pytest.mark.parametrize("columns", ["80", "100"])
+def test_runs_never_cuts_a_run_id(tmp_path: Path, columns: str) -> None:
+    long_id = "eval-3f2a9c1d-gsm8k-test-1171"
+    model = ScriptedChatModel(replies=ScriptedReplies(answers=("1234567890" * 4,)))
+    manager = RunManager(
+        connect(db_path(tmp_path)),
+        router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg),
+    )
+    manager.start(
+        long_id,
+        problem="A long problem statement " * 10,
+        gold_answer=None,
+        config=TMASConfig(n_candidates=1, n_verifications=1, max_iterations=1),
+        backend=BackendSpec(),
+        show_progress=False,
+    )
+    result = invoke(tmp_path, "runs", env={"COLUMNS": columns})
+    assert result.exit_code == 0, result.output
+    assert long_id in result.stdout
+    assert max(len(line) for line in result.stdout.splitlines()) <= int(columns)
 
 
 def test_show_prints_the_run(home: Path) -> None:

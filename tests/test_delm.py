@@ -12,6 +12,7 @@ from langgraph.store.memory import InMemoryStore
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
+from tmas.graphs.estimate import estimate_run_calls
 from tmas.llm.router import ModelRouter
 from tmas.memory.shared_board import NoteBoard, TaskQueue
 from tmas.nodes.delm_gate import deterministic_problems
@@ -89,6 +90,14 @@ def test_every_task_of_a_run_is_claimed_once_and_done() -> None:
     assert all(t["status"] == "done" and t["claims"] == 1 for t in tasks)
     assert result["final_answer"] == "18"
     assert result["history"][0]["pass_at_1"] is None
+
+
+def test_a_run_makes_at_most_the_calls_its_progress_total_promises() -> None:
+    for replies in (ScriptedReplies(answers=("18",)), MixedNotes()):
+        result, _, model = run_delm(replies)
+        bound = estimate_run_calls(load_bundled("delm"), TMASConfig(max_iterations=1))
+        made = sum(u["calls"] for u in result["usage"].values())
+        assert made == len(model.prompts) and 0 < made <= bound.total and not bound.exact
 
 
 @dataclass(frozen=True)

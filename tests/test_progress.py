@@ -6,6 +6,10 @@ import pytest
 
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.estimate import estimate_run_calls
+from tmas.llm.router import ModelRouter
 from tmas.progress import ProgressDisplay, ProgressTracker
 from tmas.testing.fake_chat import ScriptedChatModel
 
@@ -59,3 +63,28 @@ def test_generation_kwargs_can_be_switched_off(passed: bool) -> None:
         assert all({"max_tokens", "seed", "temperature"} <= set(kw) for kw in model.seen)
     else:
         assert all(not ({"max_tokens", "seed", "temperature"} & set(kw)) for kw in model.seen)
+
+
+@pytest.mark.parametrize("name", ["pacore", "rsa", "self_refine", "verify_refine", "tmas"])
+def test_progress_total_is_exactly_the_calls_of_a_run(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = load_bundled(name)
+    config = TMASConfig(n_candidates=8, n_verifications=2, max_iterations=3, max_retries=0)
+    graph = compile_spec(spec, config, ModelRouter(ScriptedChatModel()))
+    tracker = ProgressTracker(estimate_run_calls(spec, config), config.max_iterations)
+    with ProgressDisplay(tracker) as display:
+        for mode, chunk in graph.stream({"problem": "9 + 9?"}, stream_mode=["tasks", "updates"]):
+            display.observe(mode, chunk)
+    assert tracker.calls == tracker.total_calls
+    if name == "pacore":
+        assert tracker.total_calls == 8 + 8 + 1  # the last round is one sample
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert f"calls {tracker.calls}/{tracker.calls} " in last
+
+
+def test_progress_of_a_topology_with_data_dependent_calls_says_at_most() -> None:
+    spec = load_bundled("delm")
+    config = TMASConfig(n_candidates=2, max_iterations=1)
+    tracker = ProgressTracker(estimate_run_calls(spec, config), config.max_iterations)
+    assert f"calls 0/<={tracker.total_calls} " in tracker.line()

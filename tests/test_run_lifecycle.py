@@ -3,19 +3,26 @@ be resumed by a second one; saved runs keep the model that ran them."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
+from kill_helpers import solve_command
 from langgraph.checkpoint.memory import InMemorySaver
+from typer.testing import CliRunner
 
 from tmas.checkpoint import connect
+from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.runner import RunBusyError, RunManager
 from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
+from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 
 def _graph():
@@ -63,3 +70,55 @@ def test_the_default_local_model_is_saved_by_name() -> None:
     resolved = BackendSpec(kind="llamacpp").resolved()
     assert resolved.model in ("qwen", "smollm2")
     assert BackendSpec(kind="llamacpp", model="/x/y.gguf").resolved().model == "/x/y.gguf"
+
+
+def test_a_killed_run_is_listed_as_interrupted_even_before_it_is_reaped(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(latency_s=0.3) as server:
+        process = subprocess.Popen(
+            solve_command(server, db, "killed"),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while server.request_count < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.request_count >= 1, "the run never started"
+            assert runs_listing(db)["killed"] == "running"
+            process.kill()  # SIGKILL; not reaped yet: a zombie is still in the process table
+            time.sleep(0.2)
+            assert runs_listing(db)["killed"] == "interrupted"
+        finally:
+            process.kill()
+            process.wait()
+    assert runs_listing(db)["killed"] == "interrupted"
+
+
+def test_a_reused_process_id_does_not_keep_a_run_running(tmp_path: Path) -> None:
+    manager = RunManager(connect(tmp_path / "runs.sqlite"))
+    manager.registry.create(
+        "old",
+        problem="1+1?",
+        gold_answer=None,
+        graph="tmas",
+        config=TMASConfig().model_dump(mode="json"),
+        backend={"kind": "llamacpp"},
+    )
+    record = manager.registry.get("old")
+    assert manager.status_of(record, {}) == "running"
+    # the same id now belongs to a process that started at another time
+    reused = dataclasses.replace(record, pid_started=(record.pid_started or 0) + 1)
+    assert manager.status_of(reused, {}) == "interrupted"
+
+
+def runs_listing(db: Path) -> dict[str, str]:
+    """Status by run id, as ``tmas runs`` prints them in an 80-column terminal."""
+    result = CliRunner().invoke(app, ["runs", "--db", str(db)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    found = {}
+    for line in result.output.splitlines():
+        parts = line.split()
+        if len(parts) > 4 and parts[0] in ("killed", "old"):
+            found[parts[0]] = parts[3]
+    return found

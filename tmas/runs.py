@@ -13,6 +13,7 @@ import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tmas.checkpoint import StorageError
@@ -33,7 +34,8 @@ create table if not exists tmas_runs (
     pid integer,
     topology_json text,
     documents_json text,
-    host text
+    host text,
+    pid_started bigint
 )
 """
 _COLUMNS = (
@@ -51,9 +53,45 @@ _COLUMNS = (
     "topology_json",
     "documents_json",
     "host",
+    "pid_started",
 )
 # columns newer than the first schema, added to older databases on open
-_ADDED_COLUMNS = {"topology_json": "text", "documents_json": "text", "host": "text"}
+_ADDED_COLUMNS = {
+    "topology_json": "text",
+    "documents_json": "text",
+    "host": "text",
+    "pid_started": "bigint",
+}
+
+
+def process_started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot, from ``/proc``), or None when it
+    is gone, a zombie (killed, not yet reaped), or ``/proc`` cannot say.
+
+    Example:
+        >>> process_started(os.getpid()) is not None or not Path("/proc").exists()
+        True
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        state, started = fields[0], int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+    return None if state in ("Z", "X", "x") else started
+
+
+def _this_process() -> tuple[int, str, int | None]:
+    """This process's id, host and start time, as the registry keeps them."""
+    return os.getpid(), socket.gethostname(), process_started(os.getpid())
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
 
 
 class UnknownRunError(LookupError):
@@ -78,17 +116,21 @@ class RunRecord:
     topology: dict[str, Any] | None = None
     documents: list[str] | None = None
     host: str | None = None
+    pid_started: int | None = None
 
     def process_alive(self) -> bool:
-        """True when the process that last ran this run still exists (known only for runs last
-        driven on this machine; a run last driven elsewhere counts as not alive)."""
+        """True when the process that last ran this run still runs: the same process id, not a
+        zombie, started when that process started (so a reused id does not count). Known only
+        for runs last driven on this machine; a run last driven elsewhere counts as not alive.
+        """
         if not self.pid or (self.host and self.host != socket.gethostname()):
             return False
-        try:
-            os.kill(self.pid, 0)
-        except OSError:
+        if not Path("/proc").is_dir():
+            return _pid_alive(self.pid)
+        started = process_started(self.pid)
+        if started is None:
             return False
-        return True
+        return self.pid_started is None or started == self.pid_started
 
 
 def new_run_id() -> str:
@@ -156,7 +198,7 @@ class RunRegistry:
                     os.getpid(),
                     json.dumps(topology) if topology is not None else None,
                     json.dumps(documents) if documents else None,
-                    socket.gethostname(),
+                    *_this_process()[1:],
                 ),
             )
         except self.db.integrity_errors:
@@ -165,8 +207,8 @@ class RunRegistry:
     def set_status(self, run_id: str, status: str, error: str | None = None) -> None:
         """Record how the run's last process ended (or that one picked it up again)."""
         self.db.write(
-            "update tmas_runs set status=?, error=?, pid=?, host=? where run_id=?",
-            (status, error, os.getpid(), socket.gethostname(), run_id),
+            "update tmas_runs set status=?, error=?, pid=?, host=?, pid_started=? where run_id=?",
+            (status, error, *_this_process(), run_id),
         )
 
     def set_settings(self, run_id: str, config: dict[str, Any], backend: dict[str, Any]) -> None:
@@ -211,4 +253,5 @@ def _record(row: tuple) -> RunRecord:
         topology=json.loads(row[11]) if row[11] else None,
         documents=json.loads(row[12]) if row[12] else None,
         host=row[13],
+        pid_started=row[14],
     )
