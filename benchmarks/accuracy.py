@@ -1,12 +1,15 @@
-"""TMAS vs majority vote vs PaCoRe at (about) equal token budget, on the embedded model.
+"""TMAS against its baselines at (about) equal token budget, on the embedded model.
 
 TMAS runs first; its mean tokens per problem set the budget. Majority vote then samples as
-many answers as that budget buys at TMAS's mean solver tokens per call. PaCoRe runs three
-rounds (the last one sample); each sample after the first round reads every solution of the
-round before, so its width is the largest whose estimated tokens (from majority vote's
-measured tokens per sample and per answer) stay within the budget. Every system runs as an
-evaluation (one saved run per problem, in a folder named by its size), so an interrupted
-benchmark finishes when run again. Accuracy counts a failed problem as wrong.
+many answers as that budget buys at TMAS's mean solver tokens per call. PaCoRe runs the round
+widths [w, w, 1]; each sample after the first round reads every solution of the round before,
+so w is the largest whose estimated tokens (from majority vote's measured tokens per sample and
+per answer) stay within the budget. RSA (3 rounds, each member aggregating 2), self-refine and
+verify-refine (2 rounds, M=2) get the widest size whose model calls per role, counted by a dry
+run on the scripted model, cost at most the budget at TMAS's measured tokens per call of each
+role. Every baseline answers as its method does (its topology's selection rule). Every system
+runs as an evaluation (one saved run per problem, in a folder named by its size), so an
+interrupted benchmark finishes when run again. Accuracy counts a failed problem as wrong.
 
     python benchmarks/accuracy.py --limit 3 [--data ../shared/data/gsm8k_test_dev.jsonl]
 """
@@ -19,21 +22,26 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.runner import Evaluation
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import compile_spec
 from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.router import ModelRouter
+from tmas.testing.fake_chat import ScriptedChatModel
 
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[1].parent / "shared" / "data" / "gsm8k_test_dev.jsonl"
 )
+BASE = {"max_retries": 0, "seed": 0}
 
 
 def evaluate(
     name: str, config: TMASConfig, args: argparse.Namespace, problems: list, folder: str = ""
-) -> dict:
+) -> dict[str, Any]:
     backend = BackendSpec(kind="llamacpp", model=args.model).resolved()
     out_dir = args.out / (folder or name)
     evaluation = Evaluation(
@@ -49,10 +57,18 @@ def evaluate(
     summary = evaluation.run()
     summary["wall_s"] = time.monotonic() - started
     rows = [json.loads(line) for line in (out_dir / "results.jsonl").read_text().splitlines()]
+    summary["tokens_per_call"] = {}
+    for role in ("solver", "verifier", "summary", "experience", "guideline"):
+        calls = sum(r["usage"].get(role, {}).get("calls", 0) for r in rows)
+        tokens = sum(
+            r["usage"].get(role, {}).get("input_tokens", 0)
+            + r["usage"].get(role, {}).get("output_tokens", 0)
+            for r in rows
+        )
+        if calls:
+            summary["tokens_per_call"][role] = tokens / calls
     solver_calls = sum(r["usage"].get("solver", {}).get("calls", 0) for r in rows)
     solver_out = sum(r["usage"].get("solver", {}).get("output_tokens", 0) for r in rows)
-    solver_in = sum(r["usage"].get("solver", {}).get("input_tokens", 0) for r in rows)
-    summary["tokens_per_solver_call"] = (solver_out + solver_in) / max(solver_calls, 1)
     summary["output_tokens_per_solver_call"] = solver_out / max(solver_calls, 1)
     summary["accuracy_all"] = sum(bool(r["correct"]) for r in rows) / max(len(rows), 1)
     summary["minutes_per_problem"] = sum(r["wall_s"] or 0 for r in rows) / max(len(rows), 1) / 60
@@ -77,6 +93,39 @@ def pacore_width(budget: float, per_sample: float, per_answer: float) -> int:
     return width
 
 
+def calls_by_role(name: str, config: TMASConfig) -> dict[str, int]:
+    """The model calls per role of one run of ``name`` at ``config``, counted on the scripted
+    model (no real model runs).
+
+    Example:
+        >>> calls_by_role("verify_refine", TMASConfig(n_candidates=2, n_verifications=2,
+        ...                                           max_iterations=2))
+        {'solver': 4, 'verifier': 8}
+    """
+    model = ScriptedChatModel()
+    compile_spec(load_bundled(name), config, ModelRouter(model)).invoke({"problem": "1 + 1?"})
+    return {str(role): n for role, n in sorted(model.calls.items(), key=lambda kv: str(kv[0]))}
+
+
+def widest_within(
+    name: str, budget: float, per_call: dict[str, float], **sizes: Any
+) -> tuple[int, TMASConfig]:
+    """The widest N whose calls per role, at TMAS's tokens per call of each role, cost at most
+    ``budget`` (at least 1)."""
+
+    def config(width: int) -> TMASConfig:
+        return TMASConfig(n_candidates=width, **sizes, **BASE)
+
+    def cost(width: int) -> float:
+        calls = calls_by_role(name, config(width))
+        return sum(n * per_call.get(role, per_call["solver"]) for role, n in calls.items())
+
+    width = 1
+    while width < 64 and cost(width + 1) <= budget:
+        width += 1
+    return width, config(width)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data", default=str(DEFAULT_DATA))
@@ -86,44 +135,46 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/out/accuracy"))
     args = parser.parse_args()
     problems = load_problems(args.data, args.limit)
-    base = dict(max_retries=0, seed=0)
-    tmas = evaluate(
-        "tmas",
-        TMASConfig(n_candidates=4, n_verifications=2, max_iterations=args.iterations, **base),
-        args,
-        problems,
+    tmas_config = TMASConfig(
+        n_candidates=4, n_verifications=2, max_iterations=args.iterations, **BASE
     )
-    width = max(1, round(tmas["mean_tokens"] / tmas["tokens_per_solver_call"]))
-    mv = evaluate(
-        "majority_vote", TMASConfig(n_candidates=width, max_iterations=1, **base), args, problems
-    )
-    pacore_n = pacore_width(
-        tmas["mean_tokens"], mv["tokens_per_solver_call"], mv["output_tokens_per_solver_call"]
-    )
-    pacore = evaluate(
-        "pacore",
-        TMASConfig(n_candidates=pacore_n, max_iterations=3, **base),
-        args,
-        problems,
-        folder=f"pacore-n{pacore_n}",
-    )
+    results: dict[str, tuple[str, dict[str, Any]]] = {}
+    tmas = evaluate("tmas", tmas_config, args, problems)
+    results["tmas"] = (f"N=4 M=2 T={args.iterations}", tmas)
+    budget, per_call = tmas["mean_tokens"], tmas["tokens_per_call"]
+
+    width = max(1, round(budget / per_call["solver"]))
+    mv = evaluate("majority_vote", TMASConfig(n_candidates=width, max_iterations=1, **BASE),
+                  args, problems)  # fmt: skip
+    results["majority_vote"] = (f"N={width}", mv)
+
+    w = pacore_width(budget, mv["tokens_per_call"]["solver"], mv["output_tokens_per_solver_call"])
+    pacore = TMASConfig(round_widths=[w, w, 1], **BASE)
+    results["pacore"] = (f"{w}, {w}, 1", evaluate("pacore", pacore, args, problems,
+                                                  folder=f"pacore-{w}-{w}-1"))  # fmt: skip
+
+    for name, sizes, shape in (
+        ("rsa", {"max_iterations": 3}, "N={} k=2 T=3"),
+        ("self_refine", {"max_iterations": 2, "n_verifications": 1}, "N={} T=2"),
+        ("verify_refine", {"max_iterations": 2, "n_verifications": 2}, "N={} M=2 T=2"),
+    ):
+        n, config = widest_within(name, budget, per_call, **sizes)
+        summary = evaluate(name, config, args, problems, folder=f"{name}-n{n}")
+        results[name] = (shape.format(n), summary)
+
     print(
         f"{len(problems)} problems from {args.data}; model {args.model or 'default'}; "
         f"{os.cpu_count()} cores; {platform.python_version()}"
     )
     print(
-        f"{'system':<16} {'size':<14} {'accuracy':>9} {'Pass@1 last':>12} {'tokens':>9} "
-        f"{'calls':>6} {'min/prob':>8} {'failed':>6}"
+        f"{'system':<14} {'size':<14} {'selection':<14} {'accuracy':>9} {'Pass@1 last':>12} "
+        f"{'tokens':>9} {'calls':>6} {'min/prob':>8} {'failed':>6}"
     )
-    sizes = {
-        "tmas": f"N=4 M=2 T={args.iterations}",
-        "majority_vote": f"N={width}",
-        "pacore": f"N={pacore_n},{pacore_n},1",
-    }
-    for name, summary in (("tmas", tmas), ("majority_vote", mv), ("pacore", pacore)):
+    for name, (size, summary) in results.items():
         curve = summary["pass_at_1_per_iteration"]
         print(
-            f"{name:<16} {sizes[name]:<14} {100 * summary['accuracy_all']:>8.1f}% "
+            f"{name:<14} {size:<14} {','.join(summary['selections']):<14} "
+            f"{100 * summary['accuracy_all']:>8.1f}% "
             f"{100 * (curve[-1] or 0) if curve else 0:>11.1f}% {summary['mean_tokens']:>9,.0f} "
             f"{summary['mean_llm_calls']:>6.1f} {summary['minutes_per_problem']:>8.1f} "
             f"{summary['failed']:>6}"

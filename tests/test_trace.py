@@ -17,11 +17,13 @@ from typer.testing import CliRunner, Result
 from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
 from tmas.history import iteration_records
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.roles import Role
 from tmas.runner import RunManager, saved_state
+from tmas.seeding import derive_seed
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
@@ -308,3 +310,35 @@ def test_real_run_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert title is not None and title.group(1) == "TMAS trace: real"
     assert text_in_dom(PWN) in dom
     assert "<script" not in dom
+
+
+class FailSecondSolverCall(ScriptedChatModel):
+    """Fails the solver call of candidate 1 in iteration 1 (found by its seed), once."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("seed") == derive_seed(0, "solve", 1, 1):
+            raise ValueError("bad request")  # fails for good, no retry
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+@pytest.mark.parametrize(("graph", "link"), [("verify_refine", "repairs"), ("pacore", "reads")])
+def test_links_to_earlier_candidates_survive_a_failed_call(
+    tmp_path: Path, graph: str, link: str
+) -> None:
+    model = FailSecondSolverCall()
+    conn = connect(tmp_path / "runs.sqlite")
+    manager = RunManager(
+        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
+    )
+    config = TMASConfig(n_candidates=3, n_verifications=1, max_iterations=2, max_retries=0)
+    manager.start("r", problem=PROBLEM, gold_answer="18", config=config, backend=BackendSpec(),
+                  spec=load_bundled(graph), show_progress=False)  # fmt: skip
+    conn.close()
+    page = render_page([collect_trace_of(tmp_path, "r")])
+    targets = set()
+    for index in range(3 if graph == "verify_refine" else 1):
+        block = candidate_block(page, "run0", 2, index)
+        assert f" {link} " in block
+        targets |= set(re.findall(r'href="#run0-it1-c(\d+)"', block))
+    assert targets == {"0", "2"}  # never the candidate whose call failed
+    assert "no answer" in candidate_block(page, "run0", 1, 1)
