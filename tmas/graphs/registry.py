@@ -22,6 +22,7 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
 from tmas.nodes.selection_rules import SELECTION_RULES, register_selection
+from tmas.registries import register_in
 
 __all__ = [
     "LLM_CALL_BOUNDS",
@@ -73,16 +74,6 @@ TASK_SIZES: dict[str, TaskSize] = {}
 STOP_CONDITIONS: dict[str, StopCondition] = {}
 
 
-def _register(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], Any]:
-    def decorate(item: Any) -> Any:
-        if name in table and table[name] is not item:
-            raise ValueError(f"{kind} {name!r} is already registered")
-        table[name] = item
-        return item
-
-    return decorate
-
-
 def register_node(
     name: str, *, calls_llm: bool = False, max_calls: CallBound | None = None
 ) -> Callable[[NodeFactory], NodeFactory]:
@@ -100,7 +91,7 @@ def register_node(
         >>> "doc_example_noop" in NODE_TYPES
         True
     """
-    register = _register(NODE_TYPES, "node type", name)
+    register = register_in(NODE_TYPES, "node type", name)
 
     def decorate(factory: NodeFactory) -> NodeFactory:
         register(factory)  # raises before anything changes when the name is taken
@@ -130,7 +121,7 @@ def register_tasks(
         >>> TASK_SIZES["doc_example_pairs"].label
         '2N'
     """
-    register = _register(TASK_BUILDERS, "task builder", name)
+    register = register_in(TASK_BUILDERS, "task builder", name)
 
     def decorate(builder: TaskBuilder) -> TaskBuilder:
         register(builder)
@@ -143,7 +134,7 @@ def register_tasks(
 
 def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:
     """Register a loop stop condition ``(state) -> bool`` (True ends the loop)."""
-    return _register(STOP_CONDITIONS, "stop condition", name)
+    return register_in(STOP_CONDITIONS, "stop condition", name)
 
 
 def ensure_builtins() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from tmas.nodes.voting import tally, winner
+from tmas.registries import register_in
 from tmas.state import IterationRecord
 
 SelectionRule = Callable[[IterationRecord, Mapping[str, float]], str | None]
@@ -34,14 +35,7 @@ def register_selection(name: str) -> Callable[[SelectionRule], SelectionRule]:
         >>> "doc_example_first" in SELECTION_RULES
         True
     """
-
-    def decorate(rule: SelectionRule) -> SelectionRule:
-        if name in SELECTION_RULES and SELECTION_RULES[name] is not rule:
-            raise ValueError(f"selection rule {name!r} is already registered")
-        SELECTION_RULES[name] = rule
-        return rule
-
-    return decorate
+    return register_in(SELECTION_RULES, "selection rule", name)
 
 
 def selection_rule(name: str) -> SelectionRule:
