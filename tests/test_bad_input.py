@@ -44,6 +44,21 @@ CASES: dict[str, tuple[list[str], str | bytes | None, str]] = {
     "--set bad number": (["solve", PROBLEM, "--set", "n_candidates=many"], None, "n_candidates"),
     "--set no value": (["solve", PROBLEM, "--set", "epsilon"], None, "expected KEY=VALUE"),
     "--set epsilon=2": (["solve", PROBLEM, "--set", "epsilon=2"], None, "epsilon"),
+    "--set unknown selection": (
+        ["solve", PROBLEM, "--set", "selection=best_guess"],
+        None,
+        "unknown selection rule 'best_guess'",
+    ),
+    "--set round_widths with 0": (
+        ["solve", PROBLEM, "--set", "round_widths=[4, 0]"],
+        None,
+        "each width must be 1..256",
+    ),
+    "round_widths against -t": (
+        ["solve", PROBLEM, "-t", "2", "--set", "round_widths=[4, 2, 1]"],
+        None,
+        "round_widths lists 3 rounds but max_iterations is 2",
+    ),
     "eval -n 0": (["eval", "--out", "{tmp}/o", "-n", "0"], None, "n_candidates"),
     "eval --epsilon 2": (["eval", "--out", "{tmp}/o", "--epsilon", "2"], None, "epsilon"),
     "unknown model": (

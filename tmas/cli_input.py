@@ -15,6 +15,7 @@ from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import BackendSpec
+from tmas.nodes.selection_rules import selection_rule
 
 MAX_PROBLEM_CHARS = 100_000
 
@@ -121,13 +122,25 @@ def build_config(
     settings: list[str],
     roles: dict[str, RoleModel],
 ) -> TMASConfig:
-    """Config from, in rising priority: defaults, the topology's config, options, ``--set``."""
-    values: dict[str, Any] = {**topology.config}
-    values.update({key: value for key, value in given.items() if value is not None})
+    """Config from, in rising priority: defaults, the topology's config, options, ``--set``.
+
+    Round widths given here set the number of iterations unless ``-t`` is given too (the
+    topology's own iteration count gives way).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> build_config(load_bundled("majority_vote"), {}, ["round_widths=[4, 2]"],
+        ...              {}).max_iterations
+        2
+    """
+    chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     if roles:
-        values["roles"] = roles
-    values.update({key: parse_value(value) for key, value in parse_pairs(settings)})
-    return load_config(**values)
+        chosen["roles"] = roles
+    chosen.update({key: parse_value(value) for key, value in parse_pairs(settings)})
+    values: dict[str, Any] = {**topology.config}
+    if "round_widths" in chosen and "max_iterations" not in chosen:
+        values.pop("max_iterations", None)
+    return load_config(**{**values, **chosen})
 
 
 def build_backend(**values: Any) -> BackendSpec:
@@ -173,6 +186,8 @@ def setup_run(
     """Topology, config and backend from command-line values (raises on any bad one)."""
     topology = load_topology(graph, plugins)
     config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
+    if config.selection is not None:
+        selection_rule(config.selection)  # an unknown rule is refused before anything runs
     return topology, config, build_backend(**backend)
 
 
