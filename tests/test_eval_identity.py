@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from tmas.cli import app
 from tmas.config import RoleModel, TMASConfig
 from tmas.eval.data import load_problems
-from tmas.eval.identity import IDENTITY, EvaluationMismatch
+from tmas.eval.identity import IDENTITY, EvaluationMismatch, check_identity, write_identity
 from tmas.eval.runner import RESULTS, SUMMARY, Evaluation
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.spec import GraphSpec
@@ -153,3 +153,53 @@ def test_cli_refuses_another_model_into_the_same_folder(tmp_path: Path) -> None:
     assert refused.exit_code == 2
     assert "backend.model: 'scripted' -> 'another-model'" in refused.output
     assert textwrap.dedent(refused.output).startswith("error:")
+
+
+def test_a_stopped_evaluation_takes_corrected_model_settings(tmp_path: Path) -> None:
+    out, db = tmp_path / "out", tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(served_models=("scripted",)) as server:
+
+        def run(model: str) -> Any:
+            return CliRunner().invoke(app, [
+                "eval", "--out", str(out), "--data", "gsm8k", "--limit", "2", "--base-url",
+                server.base_url, "--model", model, "-n", "2", "-m", "1", "-t", "1", "--db",
+                str(db), "--quiet",
+            ])  # fmt: skip
+
+        stopped = run("scriptd")
+        assert stopped.exit_code == 1 and "(HTTP 404)" in stopped.output
+        assert json.loads((out / IDENTITY).read_text())["stopped"]
+        fixed = run("scripted")
+        assert fixed.exit_code == 0, fixed.output
+        assert run("other").exit_code == 2  # once problems finished, no more changes
+    summary = json.loads((out / SUMMARY).read_text())
+    assert summary["finished"] == 2 and summary["identity"]["backend"]["model"] == "scripted"
+    assert "stopped" not in json.loads((out / IDENTITY).read_text())
+
+
+def test_only_model_settings_may_change_and_only_before_anything_finished(
+    tmp_path: Path,
+) -> None:
+    saved = {"backend": {"kind": "openai", "model": "a"}, "config": {"epsilon": 0.2}}
+    write_identity(tmp_path, {**saved, "stopped": "verifier model 'a': HTTP 404"})
+    fixed = {**saved, "backend": {"kind": "openai", "model": "b"}}
+    assert check_identity(tmp_path, fixed) is True
+    with pytest.raises(EvaluationMismatch, match="backend.model"):
+        check_identity(tmp_path, fixed, answered=True)
+    with pytest.raises(EvaluationMismatch, match="config.epsilon"):
+        check_identity(tmp_path, {**fixed, "config": {"epsilon": 0.5}})
+
+
+def test_settings_the_topology_cannot_be_built_with_save_nothing(tmp_path: Path) -> None:
+    bad = CONFIG.model_copy(update={"selection": "no_such_rule"})
+    with pytest.raises(ValueError, match="unknown selection rule 'no_such_rule'"):
+        evaluation(tmp_path, ScriptedChatModel(), config=bad).run()
+    assert not (tmp_path / "out" / IDENTITY).exists()
+
+
+def test_fault_handling_settings_and_descriptions_are_not_identity(tmp_path: Path) -> None:
+    model = ScriptedChatModel()
+    evaluation(tmp_path, model).run()
+    spec = load_bundled("majority_vote").model_copy(update={"description": "reworded"})
+    patient = CONFIG.model_copy(update={"max_retries": 5, "history_window": 50})
+    evaluation(tmp_path, model, spec=spec, config=patient).run()  # not refused

@@ -9,7 +9,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tmas.config import ConfigError, RoleModel, TMASConfig, describe_validation_error, load_config
+from tmas.config import (
+    ConfigError,
+    RoleModel,
+    TMASConfig,
+    describe_validation_error,
+    load_config,
+    merged_config,
+)
 from tmas.graphs.bundled import resolve_spec
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec
@@ -137,15 +144,13 @@ def build_config(
     if roles:
         chosen["roles"] = roles
     chosen.update({key: parse_value(value) for key, value in parse_pairs(settings)})
-    values: dict[str, Any] = {**topology.config}
-    if "round_widths" in chosen and "max_iterations" not in chosen:
-        values.pop("max_iterations", None)
-    return load_config(**{**values, **chosen})
+    return merged_config(topology.config, chosen)
 
 
 def build_backend(**values: Any) -> BackendSpec:
-    """The backend settings, with the default local model resolved to a name."""
-    if values.get("base_url") and values.get("kind") == "llamacpp":
+    """The backend settings, with the default local model resolved to a name (a base URL
+    makes the backend an OpenAI-compatible one)."""
+    if values.get("base_url") and values.get("kind", "llamacpp") == "llamacpp":
         values["kind"] = "openai"
     try:
         return BackendSpec(**values).resolved()
@@ -217,10 +222,7 @@ def revised_settings(
     for key, value in (("model", model), ("base_url", base_url), ("n_ctx", n_ctx)):
         if value is not None:
             backend_values[key] = value
-    try:
-        new_backend = BackendSpec(**backend_values)
-    except ValidationError as exc:
-        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+    new_backend = build_backend(**backend_values)
     roles = {role: dict(values) for role, values in (config.get("roles") or {}).items()}
     for role, settings in role_settings(role_models or [], role_base_urls or []).items():
         given = settings.model_dump(exclude_none=True)

@@ -211,3 +211,22 @@ def load_config(**values: object) -> TMASConfig:
         return TMASConfig(**values)
     except ValidationError as exc:
         raise ConfigError(f"invalid configuration: {describe_validation_error(exc)}") from None
+
+
+def merged_config(base: dict[str, Any], changes: dict[str, Any]) -> TMASConfig:
+    """``base`` settings with ``changes`` applied, as a checked config (ConfigError naming each
+    bad field). Round widths among the changes set the number of iterations unless the
+    changes set it too.
+
+    Example:
+        >>> merged_config({"max_iterations": 1}, {"round_widths": [4, 2]}).max_iterations
+        2
+        >>> merged_config({"round_widths": [4, 2, 1]}, {"max_iterations": 5})
+        Traceback (most recent call last):
+        ...
+        tmas.config.ConfigError: invalid configuration: ... lists 3 rounds but max_iterations is 5
+    """
+    values = dict(base)
+    if "round_widths" in changes and "max_iterations" not in changes:
+        values.pop("max_iterations", None)
+    return load_config(**{**values, **changes})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from tmas.config import TMASConfig
+from tmas.config import merged_config
 from tmas.history import iteration_records, latest_run_states
 from tmas.runner import RunManager, iteration_end_node
 from tmas.runs import RunRecord
@@ -55,7 +55,7 @@ def fork_run(
     if manager.registry.exists(new_id):
         raise ForkError(f"a run with id {new_id!r} already exists")
     try:
-        config = TMASConfig(**{**parent.config, **(updates or {})})
+        config = merged_config(parent.config, updates or {})
     except ValueError as exc:
         raise ForkError(str(exc)) from None
     if iteration >= config.max_iterations:

@@ -8,6 +8,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from tmas.graphs.estimate import CallEstimate
+
 STAGES = {
     "start_iteration": "planning",
     "solve": "solving",
@@ -23,8 +25,8 @@ STAGES = {
 class ProgressTracker:
     """Counts what a run's stream reports; knows nothing about how it is shown.
 
-    ``total_calls`` is a number or a :class:`~tmas.graphs.estimate.CallEstimate` (shown as
-    "<=N" when it is a bound).
+    ``total_calls`` is a :class:`~tmas.graphs.estimate.CallEstimate` (shown as "<=N" when it
+    is a bound, "~N" when a guess) or a plain number.
 
     Example:
         >>> t = ProgressTracker(total_calls=10, max_iterations=2)
@@ -35,11 +37,13 @@ class ProgressTracker:
     """
 
     def __init__(
-        self, total_calls: int | Any, max_iterations: int, state: dict | None = None
+        self, total_calls: CallEstimate | int, max_iterations: int, state: dict | None = None
     ) -> None:
         state = state or {}
         usage = state.get("usage", {}) or {}
-        self.total_calls = int(getattr(total_calls, "total", total_calls))
+        if not isinstance(total_calls, CallEstimate):
+            total_calls = CallEstimate(total_calls)
+        self.total_calls = total_calls.total
         self.total_text = str(total_calls)
         self.max_iterations = max_iterations
         self.iteration = int(state.get("iteration", 0) or 0)

@@ -13,9 +13,12 @@ from pydantic import PrivateAttr
 from test_round_context import MarkedReplies, RecordingChatModel, headers, solver_calls
 from topology_helpers import N, config_for, run
 
+from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.llm.router import ModelRouter
+from tmas.nodes.iteration import StartIteration
+from tmas.nodes.solver import solver_tasks
 from tmas.roles import Role
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -153,3 +156,21 @@ def test_pass_at_1_counts_a_failed_call_as_wrong() -> None:
     assert record["answers"].count(None) == 1
     assert record["pass_at_1"] == pytest.approx((N - 1) / N)
     assert record["pass_at_1_answered"] == 1.0
+
+
+def test_references_may_be_longer_than_repair_prompts() -> None:
+    config = TMASConfig(n_candidates=1, reference_chars=3000, rollout_chars_in_prompt=500)
+    state = {
+        "problem": "p",
+        "iteration": 1,
+        "candidates": [{"index": 0, "text": "x" * 5000, "answer": "1"}],
+        "summaries": [],
+    }
+    update = StartIteration(config, "references")(state)  # retires iteration 1's rollout
+    retired = {**state, **update}
+    (task,) = solver_tasks(retired, config)
+    assert len(task["references"][0]["text"]) == 3000
+    (repair,) = solver_tasks(
+        {**retired, "plans": StartIteration(config, "refine")(state)["plans"]}, config
+    )
+    assert len(repair["parent"]["text"]) == 500

@@ -104,3 +104,19 @@ def test_a_join_with_start_is_rejected() -> None:
     }
     with pytest.raises(SpecError, match="a join cannot include START"):
         validate_spec(parse_spec(spec))
+
+
+def test_a_join_of_sources_in_and_out_of_its_loop_is_rejected() -> None:
+    spec = {
+        "name": "half_looped_join",
+        "nodes": [visit(n) for n in ("a", "b", "c", "d")],
+        "edges": [
+            {"from": "START", "to": "a"},
+            {"from": "a", "to": ["b", "c"]},
+            {"from": "b", "to": "d"},
+            {"from": "c", "to": "d"},
+            {"from": "d", "to": "c", "until": "test_two_passes"},  # c and d loop; b runs once
+        ],
+    }
+    with pytest.raises(SpecError, match="node d joins c .in its loop. with b .outside it."):
+        validate_spec(parse_spec(spec))

@@ -164,7 +164,7 @@ def test_a_user_type_may_not_take_a_builtin_name(isolated_registry: None) -> Non
 
 def test_a_refused_registration_leaves_the_registries_unchanged(isolated_registry: None) -> None:
     # "join" is a built-in barrier that calls no model; a clashing registration that says
-    # calls_llm must not turn it into an LLM node (retry policy, counted by estimate_calls).
+    # calls_llm must not turn it into an LLM node (retry policy, counted by estimate_run_calls).
     assert "join" not in registry.LLM_NODE_TYPES
     with pytest.raises(ValueError, match="node type 'join' is already registered"):
         registry.register_node("join", calls_llm=True)(lambda ctx: lambda state: {})

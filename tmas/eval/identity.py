@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.graphs.spec import GraphSpec
+from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes import delm_prompts, prompts
 from tmas.roles import ROLES
@@ -85,6 +85,78 @@ def role_models(config: TMASConfig, backend: BackendSpec) -> dict[str, str]:
     return models
 
 
+NOT_RESULT_SETTINGS = frozenset(
+    {
+        "max_retries",
+        "retry_initial_interval",
+        "retry_backoff_factor",
+        "retry_max_interval",
+        "retry_jitter",
+        "history_window",
+    }
+)
+"""Config fields that change how a run copes with faults or how much state it keeps, not what
+its model calls answer: left out of identities."""
+CORRECTABLE = ("backend.", "models.", "config.roles.")
+"""Identity keys a rerun may change after an evaluation stopped on a fatal model error before
+any problem finished: the model settings the stop asked to fix."""
+
+
+def _config(config: TMASConfig | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(config, dict):
+        try:  # fields added since it was saved take their defaults
+            config = TMASConfig(**config)
+        except ValueError:
+            return {k: v for k, v in config.items() if k not in NOT_RESULT_SETTINGS}
+    return config.model_dump(mode="json", exclude=set(NOT_RESULT_SETTINGS))
+
+
+def _backend(backend: BackendSpec | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(backend, dict):
+        try:
+            backend = BackendSpec(**backend)
+        except ValueError:
+            return dict(backend)
+    return backend.identity()
+
+
+def _spec(spec: GraphSpec | dict[str, Any] | None) -> dict[str, Any] | None:
+    if spec is None:
+        return None
+    parsed = parse_spec(spec)
+    dumped = parsed.model_dump(by_alias=True, mode="json", exclude={"description"})
+    for edge, parsed_edge in zip(dumped["edges"], parsed.edges, strict=True):
+        edge["to"] = parsed_edge.targets  # "to: b" and "to: [b]" are the same wiring
+    return dumped
+
+
+def run_identity(
+    graph: str,
+    config: TMASConfig | dict[str, Any],
+    backend: BackendSpec | dict[str, Any],
+    spec: GraphSpec | dict[str, Any] | None,
+    plugins: list[Any],
+) -> dict[str, Any]:
+    """What a run's results depend on, comparable across versions: the config (later fields
+    at their defaults, fault-handling settings left out), the backend's result-deciding
+    settings, the spec's wiring (its description left out) and the plugins.
+
+    Example:
+        >>> a = run_identity("t", {"epsilon": 0.2, "max_retries": 5}, {"kind": "llamacpp",
+        ...                  "model": "qwen", "timeout_s": 9}, None, [])
+        >>> b = run_identity("t", TMASConfig(), BackendSpec(model="qwen"), None, [])
+        >>> a == b
+        True
+    """
+    return {
+        "graph": graph,
+        "spec": _spec(spec),
+        "config": _config(config),
+        "backend": _backend(backend),
+        "plugins": list(plugins),
+    }
+
+
 def evaluation_identity(
     spec: GraphSpec, config: TMASConfig, backend: BackendSpec, plugins: list[str]
 ) -> dict[str, Any]:
@@ -101,16 +173,26 @@ def evaluation_identity(
         version = metadata.version("tmas")
     except metadata.PackageNotFoundError:
         version = "unknown"
+    plugin_list = [{"module": m, "sha256": plugin_digest(m)} for m in plugins]
     return {
-        "graph": spec.name,
-        "spec": spec.model_dump(by_alias=True, mode="json"),
-        "config": config.model_dump(mode="json"),
-        "backend": backend.identity(),
+        **run_identity(spec.name, config, backend, spec, plugin_list),
         "models": role_models(config, backend),
-        "plugins": [{"module": m, "sha256": plugin_digest(m)} for m in plugins],
         "prompts": prompt_digests(),
         "about": {"tmas_version": version},
     }
+
+
+def comparable(identity: dict[str, Any]) -> dict[str, Any]:
+    """A saved or current identity as compared: config, backend and spec normalised as in
+    :func:`run_identity`; ``about`` and the stop marker left out."""
+    found = {k: v for k, v in identity.items() if k not in ("about", "stopped")}
+    if "config" in found:
+        found["config"] = _config(found["config"])
+    if "backend" in found:
+        found["backend"] = _backend(found["backend"])
+    if found.get("spec") is not None:
+        found["spec"] = _spec(found["spec"])
+    return found
 
 
 def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -128,16 +210,16 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def identity_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """What differs between two identities, one ``key: old -> new`` line each (``about``
-    left out).
+    """What differs between two identities (:func:`comparable`), one ``key: old -> new`` line
+    each.
 
     Example:
         >>> identity_changes({"backend": {"model": "qwen"}, "about": {"v": 1}},
         ...                  {"backend": {"model": "smollm2"}, "about": {"v": 2}})
         ["backend.model: 'qwen' -> 'smollm2'"]
     """
-    old = _flatten({k: v for k, v in saved.items() if k != "about"})
-    new = _flatten({k: v for k, v in current.items() if k != "about"})
+    old = _flatten(comparable(saved))
+    new = _flatten(comparable(current))
     missing = object()
     return [
         f"{key}: {old.get(key, missing)!r} -> {new.get(key, missing)!r}".replace(
@@ -166,9 +248,11 @@ def write_identity(out_dir: Path, identity: dict[str, Any]) -> None:
     tmp.replace(out_dir / IDENTITY)
 
 
-def check_identity(out_dir: Path, identity: dict[str, Any]) -> None:
+def check_identity(out_dir: Path, identity: dict[str, Any], *, answered: bool = False) -> bool:
     """Refuse to go on in ``out_dir`` when it holds results of other settings, naming what
-    changed.
+    changed. After an evaluation stopped on a fatal model error with no problem ``answered``
+    yet, changed model settings (:data:`CORRECTABLE`) are the fix it asked for: accepted, and
+    True is returned (the saved runs must then take them).
 
     Example:
         >>> import tempfile
@@ -181,10 +265,13 @@ def check_identity(out_dir: Path, identity: dict[str, Any]) -> None:
     """
     saved = read_identity(out_dir)
     if saved is None:
-        return
+        return False
     changes = identity_changes(saved, identity)
     if not changes:
-        return
+        return False
+    correcting = saved.get("stopped") and not answered
+    if correcting and all(change.startswith(CORRECTABLE) for change in changes):
+        return True
     shown = changes[:MAX_CHANGES_SHOWN]
     more = len(changes) - len(shown)
     raise EvaluationMismatch(

@@ -13,9 +13,9 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
-from tmas.eval.identity import identity_changes
+from tmas.eval.identity import identity_changes, run_identity
 from tmas.eval.report import result_row
-from tmas.graphs.spec import GraphSpec, parse_spec
+from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter
@@ -61,44 +61,17 @@ def _worker_router(job: ProblemJob) -> ModelRouter:
     return _ROUTERS[key]
 
 
-def _run_settings(
-    graph: str, config: dict[str, Any], backend: dict[str, Any], topology: dict[str, Any] | None
-) -> dict[str, Any]:
-    """What a run's results depend on, comparable across versions (later config fields take
-    their defaults; the spec is parsed and dumped again)."""
-    try:
-        config = TMASConfig(**config).model_dump(mode="json")
-    except ValueError:
-        pass
-    try:
-        backend = BackendSpec(**backend).identity()
-    except ValueError:
-        pass
-    topology = topology or {}
-    spec = topology.get("spec")
-    if spec is not None:
-        spec = parse_spec(spec).model_dump(by_alias=True, mode="json")
-    return {
-        "graph": graph,
-        "config": config,
-        "backend": backend,
-        "spec": spec,
-        "plugins": list(topology.get("plugins") or []),
-    }
-
-
 def settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
     """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation:
     the differences between its saved settings and the job's, or None."""
-    saved = _run_settings(record.graph, record.config, record.backend, record.topology)
-    current = _run_settings(
-        job.spec.name,
-        job.config.model_dump(mode="json"),
-        job.backend.model_dump(mode="json"),
-        {"spec": job.spec.model_dump(by_alias=True), "plugins": list(job.plugins)},
+    topology = record.topology or {}
+    saved_spec = topology.get("spec")
+    if saved_spec is None and record.graph == job.spec.name:  # saved before runs kept it
+        saved_spec = job.spec
+    saved = run_identity(
+        record.graph, record.config, record.backend, saved_spec, topology.get("plugins") or []
     )
-    if saved["spec"] is None:  # saved before runs kept their topology
-        saved["spec"] = current["spec"] if record.graph == job.spec.name else None
+    current = run_identity(job.spec.name, job.config, job.backend, job.spec, list(job.plugins))
     changes = identity_changes(saved, current)
     if not changes:
         return None
@@ -122,10 +95,7 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     started = time.monotonic()
     error, fatal = None, False
     try:
-        if manager.registry.exists(run_id):
-            mismatch = settings_mismatch(manager.registry.get(run_id), job)
-            if mismatch:
-                return result_row(problem, run_id, name, {}, None, mismatch)
+        if manager.registry.exists(run_id):  # its settings were checked by the evaluation
             state = saved_state(storage, run_id)
             if state.get("stop_reason"):  # finished in an earlier invocation
                 return result_row(problem, run_id, name, state, job.previous_wall_s)

@@ -87,13 +87,11 @@ def run_on_ray(
     in_flight: dict[Any, ProblemJob] = {}
     try:
         while waiting or in_flight:
-            if stopped():
-                waiting.clear()
-            if not in_flight and not waiting:
-                break
-            while waiting and len(in_flight) < concurrency:
+            while waiting and len(in_flight) < concurrency and not stopped():
                 job = waiting.pop(0)
                 in_flight[remote.remote(job)] = job
+            if not in_flight:  # stopped with nothing left in flight
+                break
             done, _ = ray.wait(list(in_flight), num_returns=1)
             job = in_flight.pop(done[0])
             try:

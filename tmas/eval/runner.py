@@ -26,9 +26,11 @@ from tmas.eval.identity import (
     write_identity,
 )
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
-from tmas.eval.report import summarize
+from tmas.eval.report import ANSWERED, summarize
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import GraphSpec
-from tmas.llm.backend import BackendSpec
+from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.storage import is_database_url, open_storage
 
@@ -116,17 +118,32 @@ class Evaluation:
                 if row is not None:
                     yield row
 
-    def _check_saved_runs(self, jobs: list[ProblemJob]) -> None:
-        """Refuse a folder whose saved runs were made with other settings."""
+    def _prepare_saved_runs(self, jobs: list[ProblemJob], *, correct: bool, check: bool) -> None:
+        """With ``correct``, give the saved runs this evaluation's (corrected) model settings;
+        with ``check``, refuse a folder whose saved runs were made with other settings."""
         storage = open_storage(self.db)
         try:
             for job in jobs:
-                if storage.registry.exists(job.run_id):
-                    reason = settings_mismatch(storage.registry.get(job.run_id), job)
-                    if reason:
-                        raise EvaluationMismatch(f"{self.out_dir}: {reason}")
+                if not storage.registry.exists(job.run_id):
+                    continue
+                if correct:
+                    storage.registry.set_settings(
+                        job.run_id,
+                        job.config.model_dump(mode="json"),
+                        job.backend.model_dump(mode="json"),
+                    )
+                elif check and (reason := settings_mismatch(storage.registry.get(job.run_id), job)):
+                    raise EvaluationMismatch(f"{self.out_dir}: {reason}")
         finally:
             storage.close()
+
+    def _check_compiles(self) -> None:
+        """Build the topology once with this evaluation's settings, so an unknown node
+        parameter, planner or selection rule is refused before anything is saved."""
+        for module in self.plugins:
+            load_plugin(module)
+        router = self.router or make_router(self.backend, self.config)
+        compile_spec(self.spec, self.config, router)
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`)."""
@@ -141,17 +158,22 @@ class Evaluation:
     def run(self) -> dict[str, Any]:
         """Solve every problem (skipping finished ones), then write results and summary.
 
-        Refuses (``EvaluationMismatch``) a folder that holds results of other settings; stops
-        starting problems once one failed for a reason no retry can fix
-        (``EvaluationStopped``), keeping every run resumable."""
+        Refuses (``EvaluationMismatch``) a folder that holds results of other settings, and
+        settings its topology cannot be built with; stops starting problems once one failed
+        for a reason no retry can fix (``EvaluationStopped``), keeping every run resumable.
+        After such a stop, and before any problem finished, a rerun may correct the model
+        settings: the saved runs take them."""
         identity = self.identity()
-        check_identity(self.out_dir, identity)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._check_compiles()
         previous = self._previous_rows()
+        answered = any(row.get("status") in ANSWERED for row in previous.values())
+        correcting = check_identity(self.out_dir, identity, answered=answered)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
         jobs = self._jobs(previous)
         open_storage(self.db).close()  # create the schema once, before workers connect
-        if previous and read_identity(self.out_dir) is None:  # saved before identities
-            self._check_saved_runs(jobs)
+        legacy = bool(previous) and read_identity(self.out_dir) is None  # saved before identities
+        if correcting or legacy:
+            self._prepare_saved_runs(jobs, correct=correcting, check=legacy)
         write_identity(self.out_dir, identity)
         rows: dict[str, dict[str, Any]] = {}
         stop = threading.Event()
@@ -162,9 +184,12 @@ class Evaluation:
                 stop.set()
         fatal = [row for row in rows.values() if row.get("fatal")]
         if fatal:
+            write_identity(self.out_dir, {**identity, "stopped": fatal[0]["error"]})
             waiting = len(self.problems) - len(rows)
             raise EvaluationStopped(
-                f"evaluation stopped: {fatal[0]['error']}; fix it and rerun the same command "
+                f"evaluation stopped: {fatal[0]['error']}; fix the cause and rerun the same "
+                "command (corrected --model, --base-url, --role-model, --role-base-url or "
+                "--n-ctx are accepted while no problem has finished) "
                 f"({waiting} problem(s) not started, every saved run resumes)"
             )
         ordered = [rows[p.id] for p in self.problems]

@@ -61,13 +61,8 @@ def after_solvers(spec: GraphSpec) -> set[str]:
         >>> after_solvers(load_bundled("tmas")), after_solvers(load_bundled("majority_vote"))
         ({'candidates_ready'}, {'record_iteration'})
     """
-    solvers = solver_nodes(spec)
-    return {
-        target
-        for edge in spec.edges
-        if edge.source in solvers and edge.fanout is None and edge.until is None
-        for target in edge.targets
-    }
+    solvers = set(solver_nodes(spec))
+    return {target for target, sources in plain_sources(spec).items() if solvers & set(sources)}
 
 
 def solver_nodes(spec: GraphSpec) -> list[str]:

@@ -12,14 +12,25 @@ from tmas.nodes.iteration import round_size
 
 @dataclass(frozen=True)
 class CallEstimate:
-    """The model calls of a run: ``exact`` when no node's count depends on what it finds
-    (then ``total`` is what a run without failed calls makes), else ``total`` is a bound."""
+    """The model calls of a run. ``exact``: what a run without failed calls makes. Otherwise
+    ``bound`` says whether ``total`` is the most it can make (a node's calls or an early stop
+    depend on what it finds: shown "<=N") or only a guess (a fan-out whose size is not
+    registered: shown "~N").
+
+    Example:
+        >>> str(CallEstimate(9)), str(CallEstimate(9, exact=False)), str(
+        ...     CallEstimate(9, exact=False, bound=False))
+        ('9', '<=9', '~9')
+    """
 
     total: int
     exact: bool = True
+    bound: bool = True
 
     def __str__(self) -> str:
-        return str(self.total) if self.exact else f"<={self.total}"
+        if self.exact:
+            return str(self.total)
+        return f"<={self.total}" if self.bound else f"~{self.total}"
 
 
 def _final_round_size(spec: GraphSpec) -> int | None:
@@ -40,7 +51,8 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
 
     Each iteration's width comes from ``round_widths`` or N (and a planner's
     ``final_round_size``); a fan-out sends what its task builder's registered count says; a
-    topology without a loop runs once.
+    topology without a loop runs once; the consensus rule can end a run early (then the total
+    is a bound).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -57,7 +69,7 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
     looped = any(edge.until for edge in spec.edges)
     fanned = {t for edge in spec.edges if edge.fanout for t in edge.targets}
     final_round = _final_round_size(spec)
-    total, exact = 0, True
+    total, exact, bound = 0, not config.stop_on_consensus, True
     for iteration in range(1, (config.max_iterations if looped else 1) + 1):
         width = round_size(config, iteration, final_round)
         for edge in spec.edges:
@@ -68,7 +80,7 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
             elif edge.fanout.tasks in TASK_SIZES:
                 tasks = TASK_SIZES[edge.fanout.tasks].count(config, width)
             else:
-                tasks, exact = width, False
+                tasks, exact, bound = width, False, False
             for target in edge.targets:
                 calls, known = _calls_per_run(nodes[target], config)
                 total, exact = total + tasks * calls, exact and known
@@ -76,4 +88,4 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
             if node.id not in fanned:
                 calls, known = _calls_per_run(node, config)
                 total, exact = total + calls, exact and known
-    return CallEstimate(total, exact)
+    return CallEstimate(total, exact, bound)

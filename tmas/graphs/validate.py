@@ -114,20 +114,39 @@ def _structure_problems(spec: GraphSpec) -> list[str]:
 
 
 def _join_problems(spec: GraphSpec) -> list[str]:
-    return [
-        f"node {target}: plain edges from START and from {', '.join(joined[1:])} would make "
-        "it wait for START again (a join cannot include START)"
-        for target, joined in plain_sources(spec).items()
-        if len(joined) > 1 and START in joined
-    ]
+    """Joins that could wait for ever: one that includes START, or whose sources are not all in
+    the same loop as the join itself (one running once could never satisfy a later pass)."""
+    component = {}
+    for i, nodes in enumerate(nx.strongly_connected_components(spec_digraph(spec))):
+        component.update(dict.fromkeys(nodes, i))
+    problems = []
+    for target, joined in plain_sources(spec).items():
+        if len(joined) < 2:
+            continue
+        if START in joined:
+            problems.append(
+                f"node {target}: plain edges from START and from {', '.join(joined[1:])} "
+                "would make it wait for START again (a join cannot include START)"
+            )
+            continue
+        apart = [s for s in joined if component[s] != component[target]]
+        inside = [s for s in joined if component[s] == component[target]]
+        if apart and inside:
+            problems.append(
+                f"node {target} joins {', '.join(inside)} (in its loop) with "
+                f"{', '.join(apart)} (outside it): a join waits for every source in every "
+                "pass, so its sources must all be in the same loop"
+            )
+    return problems
 
 
 def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """Raise ``SpecError`` listing every problem; return the spec when it is valid.
 
     Checks: node types, task builders and stop conditions are registered; edges name existing
-    nodes; every node is reachable from START and can reach END; every cycle has an exit; no
-    join (a node with several plain incoming edges) includes START.
+    nodes; every node is reachable from START and can reach END; every cycle has an exit; a
+    join (a node with several plain incoming edges) neither includes START nor mixes sources
+    inside and outside its loop.
     """
     ensure_builtins()
     problems = _reference_problems(spec)

@@ -126,6 +126,17 @@ def plan_iteration(
     return plans
 
 
+def retired_chars(config: TMASConfig) -> int:
+    """How much of each rollout (its end) the next iteration keeps: what its longest prompt of
+    an earlier rollout shows (a repair or aggregation, or a PaCoRe reference).
+
+    Example:
+        >>> retired_chars(TMASConfig(reference_chars=3000))
+        3000
+    """
+    return max(config.rollout_chars_in_prompt, config.reference_chars)
+
+
 def retire_rollouts(state: RunState, max_chars: int) -> list[dict[str, Any]]:
     """Compact records of the current rollouts (failed solver calls left out), joined with their
     verification summaries.
@@ -191,7 +202,7 @@ class StartIteration:
             return {**self._fresh(state, 1, []), **FRESH_RUN}
         iteration = state.get("iteration", 0) + 1
         return self._fresh(
-            state, iteration, retire_rollouts(state, self.config.rollout_chars_in_prompt)
+            state, iteration, retire_rollouts(state, retired_chars(self.config))
         )
 
     def _fresh(

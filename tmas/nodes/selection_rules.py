@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from tmas.config import TMASConfig
 from tmas.nodes.voting import tally, winner
 from tmas.registries import register_in
 from tmas.state import IterationRecord
@@ -75,9 +76,11 @@ def selection_of(state: Mapping, config: Mapping) -> str:
     """
     if state.get("selection"):
         return str(state["selection"])
-    if config.get("selection"):
-        return str(config["selection"])
-    return "vote_last" if config.get("vote_scope") == "last" else DEFAULT_SELECTION
+    try:
+        chosen = TMASConfig(**config).selection
+    except ValueError:
+        chosen = None
+    return chosen or DEFAULT_SELECTION
 
 
 @register_selection("vote_all")

@@ -33,7 +33,7 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     for plan in state.get("plans", []):
         task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
         if plan["mode"] == "exploit":
-            parent = previous[plan["parent_index"]]
+            parent = clipped(previous[plan["parent_index"]], config.rollout_chars_in_prompt)
             task["parent"] = parent
             context = state["problem"] + "\n" + parent["text"]
             task["experiences"] = relevant_experiences(
@@ -42,7 +42,11 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         elif plan["mode"] == "explore":
             task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
         elif plan["mode"] in ("reference", "aggregate"):
-            limit = config.reference_chars if plan["mode"] == "reference" else None
+            limit = (
+                config.reference_chars
+                if plan["mode"] == "reference"
+                else config.rollout_chars_in_prompt
+            )
             task["references"] = [
                 clipped(previous[i], limit) for i in plan.get("references", [])
             ]
@@ -87,15 +91,13 @@ def solver_prompt(task: dict[str, Any]) -> str:
     return prompts.SOLVER_INITIAL.format(problem=task["problem"])
 
 
-def clipped(rollout: dict[str, Any], limit: int | None) -> dict[str, Any]:
-    """``rollout`` with its text cut to its last ``limit`` characters (None: as it is).
+def clipped(rollout: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``rollout`` with its text cut to its last ``limit`` characters.
 
     Example:
         >>> clipped({"index": 0, "text": "abcdefgh"}, 6)["text"]
         '...fgh'
     """
-    if limit is None:
-        return rollout
     return {**rollout, "text": prompts.clip(rollout["text"], limit)}
 
 
