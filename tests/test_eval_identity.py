@@ -3,6 +3,7 @@ same folder with any of it changed is refused, naming what changed; summary.json
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import textwrap
@@ -135,16 +136,18 @@ def test_a_folder_saved_before_identities_is_checked_run_by_run(tmp_path: Path) 
     assert (tmp_path / "out" / IDENTITY).exists()
 
 
-def test_cli_refuses_another_model_into_the_same_folder(tmp_path: Path) -> None:
-    out, db = tmp_path / "out", tmp_path / "runs.sqlite"
-    with FakeOpenAIServer() as server:
+def cli_eval(server: FakeOpenAIServer, folder: Path, model: str) -> Any:
+    """``tmas eval`` of two sample problems into ``folder/out`` with ``model`` on ``server``."""
+    return CliRunner().invoke(app, [
+        "eval", "--out", str(folder / "out"), "--data", "gsm8k", "--limit", "2", "--base-url",
+        server.base_url, "--model", model, "-n", "2", "-m", "1", "-t", "1", "--db",
+        str(folder / "runs.sqlite"), "--quiet",
+    ])  # fmt: skip
 
-        def run(model: str) -> Any:
-            return CliRunner().invoke(app, [
-                "eval", "--out", str(out), "--data", "gsm8k", "--limit", "2", "--base-url",
-                server.base_url, "--model", model, "-n", "2", "-m", "1", "-t", "1", "--db",
-                str(db), "--quiet",
-            ])  # fmt: skip
+
+def test_cli_refuses_another_model_into_the_same_folder(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        run = functools.partial(cli_eval, server, tmp_path)
 
         assert run("scripted").exit_code == 0
         served = server.request_count
@@ -156,15 +159,9 @@ def test_cli_refuses_another_model_into_the_same_folder(tmp_path: Path) -> None:
 
 
 def test_a_stopped_evaluation_takes_corrected_model_settings(tmp_path: Path) -> None:
-    out, db = tmp_path / "out", tmp_path / "runs.sqlite"
+    out = tmp_path / "out"
     with FakeOpenAIServer(served_models=("scripted",)) as server:
-
-        def run(model: str) -> Any:
-            return CliRunner().invoke(app, [
-                "eval", "--out", str(out), "--data", "gsm8k", "--limit", "2", "--base-url",
-                server.base_url, "--model", model, "-n", "2", "-m", "1", "-t", "1", "--db",
-                str(db), "--quiet",
-            ])  # fmt: skip
+        run = functools.partial(cli_eval, server, tmp_path)
 
         stopped = run("scriptd")
         assert stopped.exit_code == 1 and "(HTTP 404)" in stopped.output

@@ -10,11 +10,8 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
-import os
-import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -25,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
+from tmas.testing.server_process import (
+    add_server_arguments,
+    atomic_write,
+    replies_of,
+    serve_until_signal,
+)
 
 MODEL_NAME = "scripted"
 MAX_STORED_REQUESTS = 1000
@@ -368,17 +371,6 @@ def _stream(
     handler.wfile.flush()
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def main(argv: list[str] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, printing the base URL first.
 
@@ -396,10 +388,10 @@ def main(argv: list[str] | None = None) -> int:
     def on_complete(count: int) -> None:
         if count_file is not None:
             with write_lock:  # the latest count wins even if writers race
-                _atomic_write(count_file, f"{max(count, server.request_count)}\n")
+                atomic_write(count_file, f"{max(count, server.request_count)}\n")
 
     if count_file is not None:
-        _atomic_write(count_file, "0\n")
+        atomic_write(count_file, "0\n")
     server = FakeOpenAIServer(
         replies_of(args),
         latency_s=args.latency,
@@ -410,47 +402,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve_until_signal(server)
     return 0
-
-
-def add_server_arguments(parser: argparse.ArgumentParser, port: int) -> None:
-    """The command-line options every scripted server takes (host, port, latency, answers,
-    request bound).
-
-    Example:
-        >>> parser = argparse.ArgumentParser()
-        >>> add_server_arguments(parser, port=0)
-        >>> parser.parse_args(["--answers", "7"]).max_requests
-        100000
-    """
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=port)
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
-    parser.add_argument("--answers", default="18,18,17", help="comma-separated solver answers")
-    parser.add_argument("--max-requests", type=int, default=100_000)
-
-
-def replies_of(args: argparse.Namespace) -> ScriptedReplies:
-    """The scripted replies named by ``--answers``.
-
-    Example:
-        >>> replies_of(argparse.Namespace(answers="3, 4,")).answers
-        ('3', '4')
-    """
-    answers = tuple(a.strip() for a in args.answers.split(",") if a.strip()) or ("18",)
-    return ScriptedReplies(answers=answers)
-
-
-def serve_until_signal(
-    server: FakeOpenAIServer, stopped: Callable[[], bool] = lambda: False
-) -> None:
-    """Serve, print the base URL, and return on SIGTERM, SIGINT or once ``stopped()``."""
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
-    with server:
-        print(server.base_url, flush=True)
-        while not done.wait(0.1) and not stopped():
-            pass
 
 
 if __name__ == "__main__":

@@ -24,14 +24,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tmas.testing.fake_openai_server import (
-    FakeOpenAIServer,
-    ScriptedReplies,
-    _Handler,
-    add_server_arguments,
-    replies_of,
-    serve_until_signal,
-)
+from tmas.testing.fake_openai_server import FakeOpenAIServer, ScriptedReplies, _Handler
+from tmas.testing.server_process import add_server_arguments, replies_of, serve_until_signal
 
 FAULT_KINDS = ("http_500", "http_429", "timeout", "drop", "malformed", "empty", "slow")
 """Every fault kind, in the order the seeded draw visits them."""
