@@ -39,6 +39,7 @@ def result_row(
     last_answers = history[-1]["answers"] if history else []
     majority = winner(tally((a, 1.0) for a in last_answers))
     usage = state.get("usage", {}) or {}
+    failed_by_role = failed_calls_by_role(usage)
     return {
         "id": problem.id,
         "run_id": run_id,
@@ -60,8 +61,8 @@ def result_row(
         ],
         "usage": usage,
         "llm_calls": sum(u.get("calls", 0) for u in usage.values()),
-        "failed_calls": sum(u.get("failed_calls", 0) for u in usage.values()),
-        "failed_calls_by_role": failed_calls_by_role(usage),
+        "failed_calls": sum(failed_by_role.values()),
+        "failed_calls_by_role": failed_by_role,
         "tokens_in": sum(u.get("input_tokens", 0) for u in usage.values()),
         "tokens_out": sum(u.get("output_tokens", 0) for u in usage.values()),
         "wall_s": wall_s,
