@@ -79,8 +79,10 @@ def test_ten_random_kills_lose_nothing(tmp_path: Path) -> None:
         total = server.request_count
 
     assert killed == KILLS
-    # Only calls in flight at a kill (at most one per concurrent slot) may be made again.
-    assert CALLS <= total <= CALLS + CONCURRENCY * KILLS
+    # Only calls whose results were not saved at a kill may be made again: at most one in flight
+    # per concurrent slot, plus at most one finished call per slot whose writes LangGraph was still
+    # saving in the background.
+    assert CALLS <= total <= CALLS + 2 * CONCURRENCY * KILLS
     assert state["final_answer"] == whole["final_answer"]
     assert [h["answers"] for h in state["history"]] == [h["answers"] for h in whole["history"]]
     assert state["usage"]["solver"]["calls"] == whole["usage"]["solver"]["calls"]
