@@ -30,7 +30,7 @@ BAD_INPUT = [
     (["solve", PROBLEM, "-t", "0"], "max_iterations"),
     (["solve", PROBLEM, "--role-model", "badformat"], "expected ROLE=MODEL, got 'badformat'"),
     (["solve", PROBLEM, "--role-model", "verifier="], "expected ROLE=MODEL"),
-    (["solve", PROBLEM, "--role-model", "bogus=m"], "roles"),
+    (["solve", PROBLEM, "--role-model", "bogus=m"], "unknown role 'bogus'"),
     (["solve", PROBLEM, "--role-model", "solver=m"], "the solver uses the main model"),
     (["solve", PROBLEM, "--run-id", RUN_ID], f"a run with id '{RUN_ID}' already exists"),
     (["resume", "no-such-run"], "no run with id 'no-such-run'"),

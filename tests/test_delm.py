@@ -105,10 +105,12 @@ class MixedNotes(ScriptedReplies):
     """Workers propose a good note, one without evidence, a placeholder and one the judge
     rejects; the planner asks for four sub-questions."""
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        if role == "solver" and "Split the problem" in system:
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
+        if prompt == "delm/planner_user":
             return "- good\n- no evidence\n- placeholder\n- judged wrong"
-        if role == "solver" and "board of verified notes" in system:
+        if prompt == "delm/worker_user":
             task = user.split("Your task: ")[1].splitlines()[0]
             return {
                 "good": "Note: nine plus nine is 18\nEvidence: 9 + 9 = 18",
@@ -118,7 +120,7 @@ class MixedNotes(ScriptedReplies):
             }[task]
         if role == "verifier" and "19" in user:
             return "This is wrong.\nScore: 1/10\nVerdict: incorrect"
-        return super().reply(role, system, user, salt)
+        return super().reply(role, system, user, salt, prompt)
 
 
 def test_rejected_notes_never_reach_the_shared_context() -> None:
@@ -150,14 +152,16 @@ def test_documents_are_split_across_workers() -> None:
 class AddsSubtask(ScriptedReplies):
     """The first worker reply asks for a follow-up sub-question."""
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        if role == "solver" and "Split the problem" in system:
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
+        if prompt == "delm/planner_user":
             return "- first"
-        if role == "solver" and "board of verified notes" in system:
+        if prompt == "delm/worker_user":
             if "Your task: first" in user:
                 return "Note: a is 9\nEvidence: given\nSubtask: second"
             return "Note: b is 9\nEvidence: given"
-        return super().reply(role, system, user, salt)
+        return super().reply(role, system, user, salt, prompt)
 
 
 def test_a_worker_may_add_subtasks() -> None:

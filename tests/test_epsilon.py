@@ -15,7 +15,6 @@ from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.nodes.iteration import choose_mode, plan_iteration
 from tmas.nodes.solver import solver_prompt, solver_tasks
-from tmas.roles import role_of_prompt
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
 
@@ -35,12 +34,11 @@ class RecordingChatModel(ScriptedChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         result = super()._generate(messages, stop, run_manager, **kwargs)
-        system = "\n".join(str(m.content) for m in messages if m.type == "system")
         user = "\n".join(str(m.content) for m in messages if m.type != "system")
         with self._lock:
             self._seen.append(
                 {
-                    "role": role_of_prompt(system),
+                    "role": (run_manager.metadata or {}).get("tmas_role"),
                     "user": user,
                     "seed": kwargs.get("seed"),
                     "reply": str(result.generations[0].message.content),

@@ -23,7 +23,6 @@ from tmas.graphs.bundled import load_bundled
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.nodes import prompts
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
@@ -95,18 +94,16 @@ def test_a_rerun_with_anything_changed_is_refused_naming_it(
     assert (tmp_path / "out" / RESULTS).read_text() == results
 
 
-def test_a_changed_plugin_source_or_prompt_is_refused(tmp_path: Path, plugin_dir: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_plugin_source_or_prompt_is_refused(tmp_path: Path, plugin_dir: Path) -> None:
     model = ScriptedChatModel()
     evaluation(tmp_path, model, plugins=[PLUGIN]).run()
     (plugin_dir / f"{PLUGIN}.py").write_text("VALUE = 2\n", encoding="utf-8")
     with pytest.raises(EvaluationMismatch, match=r"plugins\.0\.sha256"):
         evaluation(tmp_path, model, plugins=[PLUGIN]).run()
     (plugin_dir / f"{PLUGIN}.py").write_text("VALUE = 1\n", encoding="utf-8")
-    monkeypatch.setattr(prompts, "SOLVER_SYSTEM", prompts.SOLVER_SYSTEM + " Be brief.")
-    with pytest.raises(EvaluationMismatch, match=r"prompts\.SOLVER_SYSTEM"):
-        evaluation(tmp_path, model, plugins=[PLUGIN]).run()
-    monkeypatch.undo()
+    brief = load_bundled("majority_vote").with_prompts({"solver/system": "Be brief."})
+    with pytest.raises(EvaluationMismatch, match=r"prompts\.solver/system"):
+        evaluation(tmp_path, model, plugins=[PLUGIN], spec=brief).run()
     evaluation(tmp_path, model, plugins=[PLUGIN]).run()  # the same settings go on
 
 
@@ -120,7 +117,7 @@ def test_summary_records_everything_that_determines_the_results(tmp_path: Path) 
     assert identity["backend"] == {"kind": "openai", "model": "scripted",
                                    "base_url": "http://unused/v1"}  # fmt: skip
     assert set(identity["models"]) == {"solver", "verifier", "summary", "experience", "guideline"}
-    assert identity["plugins"] == [] and "SOLVER_EXPLOIT" in identity["prompts"]
+    assert identity["plugins"] == [] and "solver/exploit" in identity["prompts"]
     assert summary["selections"] == ["majority_last"]
 
 

@@ -44,7 +44,8 @@ from tmas.testing.fault_server import FAILING_KINDS, FaultInjectingServer, sprea
 
 PROBLEM = "What is 9 + 9?"
 CLIENT_TIMEOUT_S = 0.5
-ASK = [("system", "You are the solution agent."), ("human", "What is 1 + 1?")]
+ASK = [("system", "Solve it."), ("human", "What is 1 + 1?")]
+AS_SOLVER: Any = {"metadata": {"tmas_role": "solver"}}  # sent as the X-TMAS-Role header
 FAST_RETRIES = {"retry_initial_interval": 0.01, "retry_max_interval": 0.05, "retry_jitter": False}
 
 
@@ -75,7 +76,7 @@ def test_each_failing_kind_raises_a_transient_client_error(kind: str, error: typ
     with FaultInjectingServer({kind: 1.0}, hold_s=3.0, retry_after_s=2) as server:
         started = time.monotonic()
         with pytest.raises(error) as raised:
-            chat(server).invoke(ASK)
+            chat(server).invoke(ASK, config=AS_SOLVER)
         assert time.monotonic() - started < 2.0  # a held request ends at the client's timeout
         assert server.injected[kind] == 1 and server.ok_count == 0
     wrapped = ModelCallError.wrap("solver", raised.value)
@@ -85,11 +86,11 @@ def test_each_failing_kind_raises_a_transient_client_error(kind: str, error: typ
 
 def test_empty_and_slow_completions_are_answers() -> None:
     with FaultInjectingServer({"empty": 1.0}) as server:
-        assert chat(server).invoke(ASK).content == ""
+        assert chat(server).invoke(ASK, config=AS_SOLVER).content == ""
         assert (server.injected["empty"], server.ok_count) == (1, 0)
     with FaultInjectingServer({"slow": 1.0}, slow_s=0.2) as server:
         started = time.monotonic()
-        reply = chat(server).invoke(ASK)
+        reply = chat(server).invoke(ASK, config=AS_SOLVER)
         assert "boxed" in reply.content and time.monotonic() - started >= 0.2
         assert (server.injected["slow"], server.ok_count) == (1, 1)
 
@@ -100,7 +101,7 @@ def test_faults_are_seeded_and_counted() -> None:
             model = chat(server)
             for _ in range(30):
                 try:
-                    model.invoke(ASK)
+                    model.invoke(ASK, config=AS_SOLVER)
                 except Exception:  # noqa: BLE001 - every failing kind raises something else
                     pass
             counts = server.counts()
@@ -124,8 +125,8 @@ def test_bad_rates_are_refused() -> None:
 def test_the_server_stops_by_itself_at_its_bounds() -> None:
     with FaultInjectingServer(max_requests=2) as server:
         model = chat(server)
-        model.invoke(ASK)
-        model.invoke(ASK)
+        model.invoke(ASK, config=AS_SOLVER)
+        model.invoke(ASK, config=AS_SOLVER)
         deadline = time.monotonic() + 5
         while not server.finished and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -240,14 +240,16 @@ def test_grading_works_outside_the_main_thread() -> None:
 class MumblingReplies(ScriptedReplies):
     """Scripted replies whose solver never states an answer and whose verifier is vague."""
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
         if role == "solver":
             return "Hmm, I am not sure about this one."
         if role == "verifier":
             return "Looks fine to me?"
         if role == "guideline":
             return "I just tried stuff until something worked"
-        return super().reply(role, system, user, salt)
+        return super().reply(role, system, user, salt, prompt)
 
 
 def test_garbage_from_the_model_is_recorded_in_parse_issues() -> None:

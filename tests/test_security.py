@@ -28,8 +28,10 @@ class HostileReplies(ScriptedReplies):
 
     answers: tuple[str, ...] = (f"18{HOSTILE}",)
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        text = super().reply(role, system, user, salt)
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
+        text = super().reply(role, system, user, salt, prompt)
         if role in ("summary", "experience", "guideline"):
             return "\n".join(line.replace(": ", f": {HOSTILE} ", 1) for line in text.splitlines())
         return text

@@ -38,8 +38,10 @@ ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 class MarkupReplies(ScriptedReplies):
     """Scripted replies whose solutions and summaries carry a script tag."""
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        text = super().reply(role, system, user, salt)
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
+        text = super().reply(role, system, user, salt, prompt)
         return f"{INJECTED}\n{text}" if role in ("solver", "summary") else text
 
 

@@ -191,6 +191,7 @@ def setup_run(
     """Topology, config and backend from command-line values (raises on any bad one)."""
     topology = load_topology(graph, plugins)
     config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
+    config.check_roles()
     if config.selection is not None:
         selection_rule(config.selection)  # an unknown rule is refused before anything runs
     return topology, config, build_backend(**backend)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tmas.roles import Role
+from tmas.roles import Role, declared_roles, role_spec, unknown_roles
 
 
 class ConfigError(ValueError):
@@ -176,11 +176,37 @@ class TMASConfig(BaseModel):
         return max(self.round_widths) if self.round_widths else self.n_candidates
 
     def max_tokens_for(self, role: Role) -> int:
-        """Answer-length limit of ``role``, a per-role override winning."""
+        """Answer-length limit of ``role``: its override in ``roles``, else its
+        ``<role>_max_tokens`` field (built-in roles), else its declared budget.
+
+        Example:
+            >>> TMASConfig(verifier_max_tokens=99).max_tokens_for("verifier")
+            99
+        """
         override = self.roles.get(role)
         if override is not None and override.max_tokens is not None:
             return override.max_tokens
-        return getattr(self, f"{role}_max_tokens")
+        field = f"{role}_max_tokens"
+        if field in type(self).model_fields:
+            return getattr(self, field)
+        return role_spec(role).max_tokens
+
+    def check_roles(self) -> TMASConfig:
+        """This config, or ConfigError when ``roles`` names a role nobody declared (declare
+        roles before: a plugin or the topology's ``roles:`` block).
+
+        Example:
+            >>> TMASConfig(roles={"no_such_role": RoleModel(model="m")}).check_roles()
+            Traceback (most recent call last):
+            ...
+            tmas.config.ConfigError: unknown role 'no_such_role' in the role settings; known: ...
+        """
+        if unknown := unknown_roles(self.roles):
+            raise ConfigError(
+                f"unknown role {unknown[0]!r} in the role settings; "
+                f"known: {', '.join(declared_roles())}"
+            )
+        return self
 
 
 def describe_validation_error(exc: ValidationError) -> str:

@@ -35,9 +35,11 @@ class LastRoundDiffers(ScriptedReplies):
         object.__setattr__(self, "lock", threading.Lock())
         object.__setattr__(self, "seen", [0])
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
         if role != "solver":
-            return super().reply(role, system, user, salt)
+            return super().reply(role, system, user, salt, prompt)
         with self.lock:  # type: ignore[attr-defined]
             self.seen[0] += 1  # type: ignore[attr-defined]
             number = self.seen[0]  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from topology_helpers import (
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.roles import Role, role_of_prompt
+from tmas.roles import Role
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
@@ -34,8 +34,10 @@ class MarkedReplies(ScriptedReplies):
     """Scripted replies that make each solution traceable: a solver reply starts with
     ``Attempt <seed>`` and a verifier report names the attempt it checked."""
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        text = super().reply(role, system, user, salt)
+    def reply(
+        self, role: Role | None, system: str, user: str, salt: str = "", prompt: str | None = None
+    ) -> str:
+        text = super().reply(role, system, user, salt, prompt)
         if role == "solver":
             return f"Attempt {salt}.\n{text}"
         if role == "verifier":
@@ -70,7 +72,7 @@ class RecordingChatModel(ScriptedChatModel):
         system = "\n".join(str(m.content) for m in messages if m.type == "system")
         user = "\n".join(str(m.content) for m in messages if m.type != "system")
         call = Call(
-            role_of_prompt(system),
+            (run_manager.metadata or {}).get("tmas_role"),
             system,
             user,
             kwargs.get("seed"),

@@ -201,7 +201,7 @@ def test_unknown_field_is_named() -> None:
 
 def test_unknown_model_role_is_named() -> None:
     data = spec_of([node("a", role="oracle")], [edge("START", "a"), edge("a", "END")])
-    assert only_problem(data).startswith("nodes.0.role")
+    assert only_problem(data).startswith("node a: unknown role 'oracle'")
 
 
 def test_bad_retry_settings_are_named() -> None:

@@ -23,7 +23,7 @@ from tmas.testing.scripted import ScriptedReplies
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERIFIER = [
-    {"role": "system", "content": "You are the verification agent."},
+    {"role": "system", "content": "Check the solution."},
     {"role": "user", "content": "Check: 2 + 16 = 18."},
 ]
 
@@ -37,12 +37,32 @@ def _post(url: str, data: bytes) -> tuple[int, dict]:
         return err.code, json.loads(err.read())
 
 
+AS_VERIFIER = {"X-TMAS-Role": "verifier"}
+
+
+def test_the_role_comes_from_the_header_not_the_wording() -> None:
+    with FakeOpenAIServer() as server:
+        client = OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        ask = [{"role": "system", "content": "You are the verification agent."}]
+        unnamed = client.chat.completions.create(model="scripted", messages=ask)
+        named = client.chat.completions.create(
+            model="scripted", messages=ask, extra_headers={"X-TMAS-Role": "summary"}
+        )
+        assert "Score:" not in (unnamed.choices[0].message.content or "")
+        assert (named.choices[0].message.content or "").startswith("The verifiers agree")
+        assert [r["tmas"]["role"] for r in server.requests] == [None, "summary"]
+
+
 def test_langchain_chat_openai_gets_scripted_verifier_reply() -> None:
     with FakeOpenAIServer() as server:
-        llm = ChatOpenAI(base_url=server.base_url, api_key="x", model="scripted", max_retries=0)
-        msg = llm.invoke(
-            [SystemMessage("You are the verification agent."), HumanMessage("Check 2+16=18.")]
+        llm = ChatOpenAI(
+            base_url=server.base_url,
+            api_key="x",
+            model="scripted",
+            max_retries=0,
+            default_headers=AS_VERIFIER,
         )
+        msg = llm.invoke([SystemMessage("Check it."), HumanMessage("Check 2+16=18.")])
         assert "Score:" in msg.content
         assert msg.usage_metadata is not None
         assert msg.usage_metadata["output_tokens"] > 0
@@ -50,12 +70,17 @@ def test_langchain_chat_openai_gets_scripted_verifier_reply() -> None:
             msg.usage_metadata["input_tokens"] + msg.usage_metadata["output_tokens"]
         )
         assert server.request_count == 1
-        assert server.requests[0]["messages"][0]["content"].startswith("You are the verification")
+        assert server.requests[0]["messages"][0]["content"] == "Check it."
 
 
 def test_raw_client_n_choices_and_solver_answer() -> None:
     with FakeOpenAIServer(ScriptedReplies(answers=("42",))) as server:
-        client = OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        client = OpenAI(
+            base_url=server.base_url,
+            api_key="x",
+            max_retries=0,
+            default_headers={"X-TMAS-Role": "solver"},
+        )
         out = client.chat.completions.create(
             model="scripted",
             n=2,
@@ -94,7 +119,9 @@ def test_streaming_reassembles_the_same_content() -> None:
 
 def test_concurrent_requests_overlap() -> None:
     with FakeOpenAIServer(latency_s=0.2) as server:
-        client = OpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        client = OpenAI(
+            base_url=server.base_url, api_key="x", max_retries=0, default_headers=AS_VERIFIER
+        )
 
         def call(i: int) -> str:
             messages = [VERIFIER[0], {"role": "user", "content": f"case {i}"}]

@@ -19,8 +19,8 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
-from tmas.nodes import delm_prompts, prompts
-from tmas.roles import ROLES
+from tmas.nodes.prompts import PromptSet
+from tmas.roles import BUILTIN_ROLES
 
 IDENTITY = "identity.json"
 MAX_CHANGES_SHOWN = 6
@@ -33,21 +33,6 @@ class EvaluationMismatch(ValueError):
 def _digest(text: str | bytes) -> str:
     data = text.encode("utf-8") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:16]
-
-
-def prompt_digests() -> dict[str, str]:
-    """A digest of every prompt template the bundled agents use, by name.
-
-    Example:
-        >>> "SOLVER_SYSTEM" in prompt_digests() and "WORKER_SYSTEM" in prompt_digests()
-        True
-    """
-    found = {}
-    for module in (prompts, delm_prompts):
-        for name, value in vars(module).items():
-            if name.isupper() and isinstance(value, str):
-                found[name] = _digest(value)
-    return dict(sorted(found.items()))
 
 
 def plugin_digest(module: str) -> str | None:
@@ -77,7 +62,7 @@ def role_models(config: TMASConfig, backend: BackendSpec) -> dict[str, str]:
         {'solver': 'openai:m @ http://h/v1', 'verifier': 'openai:judge @ http://h/v1', ...}
     """
     models = {}
-    for role in ROLES:
+    for role in dict.fromkeys([*BUILTIN_ROLES, *config.roles]):
         override = config.roles.get(role)
         model = (override.model if override else None) or backend.model or "default"
         url = (override.base_url if override else None) or backend.base_url
@@ -177,7 +162,7 @@ def evaluation_identity(
     return {
         **run_identity(spec.name, config, backend, spec, plugin_list),
         "models": role_models(config, backend),
-        "prompts": prompt_digests(),
+        "prompts": PromptSet(spec.prompts).digests(),
         "about": {"tmas_version": version},
     }
 

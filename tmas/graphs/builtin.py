@@ -25,17 +25,17 @@ def _start_iteration(ctx: NodeContext, **params: Any) -> StartIteration:
 
 @register_node("solve", calls_llm=True)
 def _solve(ctx: NodeContext) -> Solve:
-    return Solve(ctx.router, ctx.config)
+    return Solve(ctx.router, ctx.config, ctx.prompts)
 
 
 @register_node("verify", calls_llm=True)
 def _verify(ctx: NodeContext) -> Verify:
-    return Verify(ctx.router, ctx.config)
+    return Verify(ctx.router, ctx.config, ctx.prompts)
 
 
 @register_node("summarize", calls_llm=True)
 def _summarize(ctx: NodeContext) -> Summarize:
-    return Summarize(ctx.router, ctx.config)
+    return Summarize(ctx.router, ctx.config, ctx.prompts)
 
 
 @register_node("reports_as_summary")
@@ -45,12 +45,12 @@ def _reports_as_summary(ctx: NodeContext) -> ReportsAsSummary:
 
 @register_node("extract_experience", calls_llm=True)
 def _extract_experience(ctx: NodeContext) -> ExtractExperience:
-    return ExtractExperience(ctx.router, ctx.config)
+    return ExtractExperience(ctx.router, ctx.config, ctx.prompts)
 
 
 @register_node("extract_guideline", calls_llm=True)
 def _extract_guideline(ctx: NodeContext) -> ExtractGuideline:
-    return ExtractGuideline(ctx.router, ctx.config)
+    return ExtractGuideline(ctx.router, ctx.config, ctx.prompts)
 
 
 @register_node("update_banks")
@@ -65,7 +65,7 @@ def _record_iteration(ctx: NodeContext, **params: Any) -> RecordIteration:
 
 @register_node("delm_seed", calls_llm=True, max_calls=lambda params, config: 1)
 def _delm_seed(ctx: NodeContext, **params: Any) -> DelmSeed:
-    return DelmSeed(ctx.router, ctx.config, **params)
+    return DelmSeed(ctx.router, ctx.config, prompt_set=ctx.prompts, **params)
 
 
 def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
@@ -75,12 +75,12 @@ def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
 
 @register_node("delm_worker", calls_llm=True, max_calls=_worker_calls)
 def _delm_worker(ctx: NodeContext, **params: Any) -> DelmWorker:
-    return DelmWorker(ctx.router, ctx.config, **params)
+    return DelmWorker(ctx.router, ctx.config, prompt_set=ctx.prompts, **params)
 
 
 @register_node("delm_answer", calls_llm=True)
 def _delm_answer(ctx: NodeContext) -> DelmAnswer:
-    return DelmAnswer(ctx.router, ctx.config)
+    return DelmAnswer(ctx.router, ctx.config, ctx.prompts)
 
 
 def join(_: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
+from tmas.nodes.prompts import PromptSet
 from tmas.state import RunState
 
 
@@ -140,10 +141,13 @@ def compile_spec(
         3
     """
     validate_spec(spec)
+    config.check_roles()
+    prompt_set = PromptSet(spec.prompts)
     graph = StateGraph(state_schema)
     for node in spec.nodes:
         node_router = router.for_role(node.role) if node.role else router
-        action = _action(node, spec, NodeContext(config=config, router=node_router))
+        context = NodeContext(config=config, router=node_router, prompts=prompt_set)
+        action = _action(node, spec, context)
         graph.add_node(node.id, action, retry_policy=_retry(node, config))
     for edge in spec.edges:
         if edge.fanout is not None or edge.until is not None:

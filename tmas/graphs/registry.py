@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
+from tmas.nodes.prompts import PromptSet
 from tmas.nodes.selection_rules import SELECTION_RULES, register_selection
 from tmas.registries import register_in
 
@@ -60,10 +61,12 @@ class TaskSize:
 
 @dataclass(frozen=True)
 class NodeContext:
-    """What a node factory may use: the run's config and its model router."""
+    """What a node factory may use: the run's config, its model router (already set to the
+    node's ``role:`` when the spec gives one) and the run's prompt templates."""
 
     config: TMASConfig
     router: ModelRouter
+    prompts: PromptSet = field(default_factory=PromptSet)
 
 
 NODE_TYPES: dict[str, NodeFactory] = {}

@@ -14,6 +14,10 @@ A spec is a YAML or JSON file, a dict of the same shape, or a ``GraphSpec``::
       - {from: solve, to: vote}
       - {from: vote, to: start, until: run_finished}   # loop; exits to END when finished
 
+A spec may declare its own agent roles (``roles:``, see :mod:`tmas.roles`) and override or add
+prompt templates (``prompts:``, key ``group/name`` to the text or to ``{file: PATH}`` relative
+to the spec file, see :mod:`tmas.nodes.prompts`).
+
 An edge with ``fanout`` sends one task per item (a registered task builder, a state list or
 K copies); an edge with ``until`` loops back to ``to`` until the named stop condition holds,
 then goes to ``exit`` (END by default).
@@ -26,8 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-from tmas.roles import Role
 
 START = "START"
 END = "END"
@@ -75,8 +77,19 @@ class NodeSpec(BaseModel):
     id: str = Field(min_length=1, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")
     type: str
     params: dict[str, Any] = Field(default_factory=dict)
-    role: Role | None = None
+    role: str | None = None
     retry: RetrySpec | None = None
+
+
+class RoleDecl(BaseModel):
+    """A role a spec declares: its answer budget, the role whose model it borrows, what it
+    does (see :func:`tmas.roles.register_role`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(ge=1, le=262_144)
+    model: str | None = None
+    description: str = ""
 
 
 class EdgeSpec(BaseModel):
@@ -117,12 +130,24 @@ class GraphSpec(BaseModel):
     name: str
     description: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
+    roles: dict[str, RoleDecl] = Field(default_factory=dict)
+    prompts: dict[str, str] = Field(default_factory=dict)
     nodes: list[NodeSpec]
     edges: list[EdgeSpec]
 
     def node_ids(self) -> list[str]:
         """Ids of the nodes, in declaration order."""
         return [node.id for node in self.nodes]
+
+    def with_prompts(self, overrides: dict[str, str]) -> GraphSpec:
+        """This spec with more prompt overrides (they win over its own).
+
+        Example:
+            >>> spec = GraphSpec(name="x", nodes=[], edges=[])
+            >>> spec.with_prompts({"solver/system": "Be brief."}).prompts
+            {'solver/system': 'Be brief.'}
+        """
+        return self.model_copy(update={"prompts": {**self.prompts, **overrides}})
 
 
 def _field_problems(exc: ValidationError) -> list[str]:
@@ -153,8 +178,9 @@ def parse_spec(data: Any, source: str = "spec") -> GraphSpec:
         raise SpecError(_field_problems(exc), source) from None
 
 
-def load_spec_file(path: Path | str) -> GraphSpec:
-    """Read a YAML (.yaml/.yml) or JSON (.json) spec file and validate its fields."""
+def read_data_file(path: Path | str) -> Any:
+    """The contents of a YAML (.yaml/.yml) or JSON (.json) file; SpecError when it cannot be
+    read or parsed."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -162,11 +188,55 @@ def load_spec_file(path: Path | str) -> GraphSpec:
         raise SpecError([f"cannot read {path}: {exc}"], str(path)) from None
     try:
         if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
+            return json.loads(text)
+        import yaml
 
-            data = yaml.safe_load(text)
+        return yaml.safe_load(text)
     except Exception as exc:  # noqa: BLE001 - any syntax error becomes one clear problem
         raise SpecError([f"cannot parse {path.name}: {exc}"], str(path)) from None
+
+
+def resolve_prompts(entries: Any, base_dir: Path, source: str) -> dict[str, str]:
+    """Prompt entries (key to text, or to ``{file: PATH}`` relative to ``base_dir``) as key to
+    text; SpecError naming each entry that is neither or whose file cannot be read.
+
+    Example:
+        >>> resolve_prompts({"solver/system": "Be brief."}, Path("."), "spec")
+        {'solver/system': 'Be brief.'}
+    """
+    if entries is None:
+        return {}
+    if not isinstance(entries, dict):
+        raise SpecError([f"prompts: expected a mapping, got {type(entries).__name__}"], source)
+    found, problems = {}, []
+    for key, value in entries.items():
+        if isinstance(value, dict) and set(value) == {"file"}:
+            path = base_dir / str(value["file"])
+            try:
+                found[str(key)] = path.read_text(encoding="utf-8").removesuffix("\n")
+            except (OSError, UnicodeDecodeError) as exc:
+                problems.append(f"prompts.{key}: cannot read {path}: {exc}")
+        elif isinstance(value, str):
+            found[str(key)] = value
+        else:
+            problems.append(f"prompts.{key}: expected the template text or {{file: PATH}}")
+    if problems:
+        raise SpecError(problems, source)
+    return found
+
+
+def load_prompt_file(path: Path | str) -> dict[str, str]:
+    """The prompt overrides of a YAML or JSON file (what ``--prompts FILE`` reads): a mapping of
+    ``group/name`` to the template text or to ``{file: PATH}`` relative to the file."""
+    path = Path(path)
+    return resolve_prompts(read_data_file(path), path.parent, str(path))
+
+
+def load_spec_file(path: Path | str) -> GraphSpec:
+    """Read a YAML (.yaml/.yml) or JSON (.json) spec file and validate its fields; prompt
+    files it names are read into the spec (so a saved run keeps their text)."""
+    path = Path(path)
+    data = read_data_file(path)
+    if isinstance(data, dict) and "prompts" in data:
+        data = {**data, "prompts": resolve_prompts(data["prompts"], path.parent, str(path))}
     return parse_spec(data, str(path))

@@ -6,6 +6,8 @@ import networkx as nx
 
 from tmas.graphs.registry import NODE_TYPES, STOP_CONDITIONS, TASK_BUILDERS, ensure_builtins
 from tmas.graphs.spec import END, START, GraphSpec, SpecError
+from tmas.nodes.prompts import builtin_templates, override_problems
+from tmas.roles import BUILTIN_ROLES, declare_roles, declared_roles
 
 
 def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph:
@@ -140,18 +142,39 @@ def _join_problems(spec: GraphSpec) -> list[str]:
     return problems
 
 
+def _role_and_prompt_problems(spec: GraphSpec) -> list[str]:
+    """Roles the nodes name but nobody declares, declarations that borrow the model of an
+    unknown role or redeclare a built-in one, and prompt overrides that cannot work."""
+    known = set(declared_roles()) | set(spec.roles)
+    problems = []
+    for name, role in spec.roles.items():
+        if name in BUILTIN_ROLES:
+            problems.append(f"roles.{name}: a built-in role cannot be redeclared")
+        if role.model is not None and role.model not in known:
+            problems.append(f"roles.{name}: borrows the model of unknown role {role.model!r}")
+    for node in spec.nodes:
+        if node.role is not None and node.role not in known:
+            problems.append(
+                f"node {node.id}: unknown role {node.role!r} (declare it under roles:; "
+                f"known: {', '.join(sorted(known))})"
+            )
+    return problems + override_problems(spec.prompts, builtin_templates())
+
+
 def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """Raise ``SpecError`` listing every problem; return the spec when it is valid.
 
     Checks: node types, task builders and stop conditions are registered; edges name existing
     nodes; every node is reachable from START and can reach END; every cycle has an exit; a
     join (a node with several plain incoming edges) neither includes START nor mixes sources
-    inside and outside its loop.
+    inside and outside its loop; roles are declared and prompt overrides use only the fields
+    their prompt is given. A valid spec's ``roles:`` are then declared (:mod:`tmas.roles`).
     """
     ensure_builtins()
-    problems = _reference_problems(spec)
+    problems = _reference_problems(spec) + _role_and_prompt_problems(spec)
     if not problems:
         problems = _structure_problems(spec)
     if problems:
         raise SpecError(problems, source)
+    declare_roles({name: role.model_dump() for name, role in spec.roles.items()})
     return spec

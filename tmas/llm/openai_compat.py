@@ -28,7 +28,8 @@ def make_openai_chat_model(
     timeout: float = 600,
     max_retries: int = 0,
 ) -> BaseChatModel:
-    """Return a ``ChatOpenAI`` talking to an OpenAI-compatible server.
+    """Return a ``ChatOpenAI`` talking to an OpenAI-compatible server (each request names its
+    role and prompt in ``X-TMAS-Role``/``X-TMAS-Prompt`` headers).
 
     The key is read from the environment variable named ``api_key_env``, else from
     ``OPENAI_API_KEY``, else ``"EMPTY"``; it is kept as a secret and never printed.
@@ -53,9 +54,9 @@ def make_openai_chat_model(
     """
     if not 0 < timeout < math.inf:
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    from langchain_openai import ChatOpenAI
+    from tmas.llm.openai_roles import RoleTaggedChatOpenAI
 
-    return ChatOpenAI(
+    return RoleTaggedChatOpenAI(
         base_url=base_url,
         model=model,
         api_key=_api_key(api_key_env),

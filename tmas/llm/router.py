@@ -15,7 +15,7 @@ from langgraph.errors import GraphBubbleUp
 
 from tmas.config import TMASConfig
 from tmas.llm.errors import ModelCallError
-from tmas.roles import Role
+from tmas.roles import Role, model_key
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,16 @@ def describe_model(model: Any) -> str:
     where = getattr(model, "openai_api_base", None)
     text = repr(name) if isinstance(name, str) and name else type(model).__name__
     return f"{text} at {where}" if where else text
+
+
+def call_metadata(role: Role, prompt: str | None = None) -> dict[str, str]:
+    """The metadata a model call carries: its role and the key of its prompt template.
+
+    Example:
+        >>> call_metadata("verifier", "verifier/user")
+        {'tmas_role': 'verifier', 'tmas_prompt': 'verifier/user'}
+    """
+    return {"tmas_role": role, **({"tmas_prompt": prompt} if prompt else {})}
 
 
 class ModelRouter:
@@ -166,13 +176,25 @@ class ModelRouter:
         return view
 
     def model_for(self, role: Role) -> BaseChatModel:
-        """The chat model that plays ``role``."""
-        return self.overrides.get(self.model_role or role, self.main)
+        """The chat model that plays ``role``: its own override, else that of the role whose
+        model it borrows, else the main model."""
+        role = self.model_role or role
+        return self.overrides.get(role) or self.overrides.get(model_key(role), self.main)
 
     def complete(
-        self, role: Role, system: str, user: str, max_tokens: int, seed: int
+        self,
+        role: Role,
+        system: str,
+        user: str,
+        max_tokens: int,
+        seed: int,
+        *,
+        prompt: str | None = None,
     ) -> Completion:
         """Ask ``role``'s model one question and return its reply.
+
+        The call carries ``tmas_role`` (and ``tmas_prompt``, the key of the user prompt's
+        template) as metadata, which callbacks, tracing and our test doubles read.
 
         Any error of the model call is raised as a ``ModelCallError`` (which says whether it is
         transient), its cause attached.
@@ -188,7 +210,10 @@ class ModelRouter:
         kwargs: dict[str, Any] = {}
         if self.pass_generation_kwargs:
             kwargs = {"max_tokens": max_tokens, "seed": seed}
-            temperature = self.role_temperatures.get(self.model_role or role, self.temperature)
+            played = self.model_role or role
+            temperature = self.role_temperatures.get(
+                played, self.role_temperatures.get(model_key(played), self.temperature)
+            )
             if temperature is not None:
                 kwargs["temperature"] = temperature
         model = self.model_for(role)
@@ -196,7 +221,7 @@ class ModelRouter:
             try:
                 reply: AIMessage = model.invoke(
                     [SystemMessage(system), HumanMessage(user)],
-                    config={"tags": [f"tmas:{role}"], "metadata": {"tmas_role": role}},
+                    config={"tags": [f"tmas:{role}"], "metadata": call_metadata(role, prompt)},
                     **kwargs,
                 )
             except GraphBubbleUp:

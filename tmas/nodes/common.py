@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.llm.router import Completion
+from tmas.config import TMASConfig
+from tmas.llm.router import Completion, ModelRouter
+from tmas.nodes.prompts import PromptSet
 from tmas.parsing import Parsed
 from tmas.roles import Role
 from tmas.state import Candidate, ParseIssue, RunState, failed
@@ -71,3 +73,22 @@ def live_candidates(state: RunState) -> list[Candidate]:
     """
     candidates = [c for c in state.get("candidates", []) if not failed(c)]  # type: ignore[arg-type]
     return sorted(candidates, key=lambda c: c["index"])
+
+
+class AgentNode:
+    """Base of the nodes that call a model: the router of their role, the run's config and
+    the run's prompt templates.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> node = AgentNode(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> node.prompts.has("solver/system")
+        True
+    """
+
+    def __init__(
+        self, router: ModelRouter, config: TMASConfig, prompt_set: PromptSet | None = None
+    ) -> None:
+        self.router = router
+        self.config = config
+        self.prompts = prompt_set or PromptSet()

@@ -16,9 +16,8 @@ from langgraph.config import get_config, get_store
 from tmas.config import TMASConfig
 from tmas.llm.router import Completion, ModelRouter
 from tmas.memory.shared_board import NoteBoard, TaskQueue
-from tmas.nodes import delm_prompts
 from tmas.nodes.common import issues_of
-from tmas.nodes.prompts import bullet_list, clip
+from tmas.nodes.prompts import PromptSet, bullet_list, clip
 from tmas.parsing import Parsed, extract_answer, parse_bullets
 from tmas.seeding import derive_seed
 from tmas.state import RESET, Candidate, add_usage
@@ -56,10 +55,18 @@ def parse_worker_reply(text: str) -> dict[str, Any]:
 class DelmSeed:
     """Node: fill the task queue once (one task per document, else LLM sub-questions)."""
 
-    def __init__(self, router: ModelRouter, config: TMASConfig, max_tasks: int = 4) -> None:
+    def __init__(
+        self,
+        router: ModelRouter,
+        config: TMASConfig,
+        max_tasks: int = 4,
+        *,
+        prompt_set: PromptSet | None = None,
+    ) -> None:
         self.router = router
         self.config = config
         self.max_tasks = max_tasks
+        self.prompts = prompt_set or PromptSet()
 
     def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         queue, _ = board_for_run()
@@ -77,10 +84,11 @@ class DelmSeed:
             return update
         reply = self.router.complete(
             "solver",
-            delm_prompts.PLANNER_SYSTEM.format(max_tasks=self.max_tasks),
-            f"Problem:\n{state['problem']}",
+            self.prompts.render("delm/planner_system", max_tasks=self.max_tasks),
+            self.prompts.render("delm/planner_user", problem=state["problem"]),
             self.config.max_tokens_for("guideline"),
             derive_seed(self.config.seed, "delm-plan"),
+            prompt="delm/planner_user",
         )
         parsed = parse_bullets(reply.text, max_items=self.max_tasks)
         for question in parsed.value or [state["problem"]]:  # type: ignore[union-attr]
@@ -117,11 +125,13 @@ class DelmWorker:
         max_tasks: int = 12,
         max_note_chars: int = 600,
         poll_s: float = 0.05,
+        prompt_set: PromptSet | None = None,
     ) -> None:
         from tmas.nodes.delm_gate import VerificationGate
 
         self.router = router
         self.config = config
+        self.prompts = prompt_set or PromptSet()
         self.steps = steps
         self.claim_ttl_s = claim_ttl_s
         self.max_tasks = max_tasks
@@ -131,6 +141,7 @@ class DelmWorker:
             max_chars=max_note_chars,
             dedup_threshold=config.dedup_threshold,
             max_tokens=config.max_tokens_for("verifier"),
+            prompt_set=self.prompts,
         )
 
     def _next_task(self, queue: TaskQueue, worker: str) -> dict[str, Any] | None:
@@ -171,8 +182,9 @@ class DelmWorker:
         seed = derive_seed(self.config.seed, "delm", worker, task["id"], task["claims"])
         reply = self.router.complete(
             "solver",
-            delm_prompts.WORKER_SYSTEM,
-            delm_prompts.WORKER_USER.format(
+            self.prompts.render("delm/worker_system"),
+            self.prompts.render(
+                "delm/worker_user",
                 problem=problem,
                 task=task["text"],
                 notes=bullet_list(notes),
@@ -180,6 +192,7 @@ class DelmWorker:
             ),
             self.config.max_tokens_for("solver"),
             seed,
+            prompt="delm/worker_user",
         )
         found = parse_worker_reply(reply.text)
         calls: list[tuple[str, Completion]] = [("solver", reply)]
@@ -206,19 +219,25 @@ class DelmWorker:
 class DelmAnswer:
     """Node: write the answer from the shared notes, as the run's single candidate."""
 
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
+    def __init__(
+        self, router: ModelRouter, config: TMASConfig, prompt_set: PromptSet | None = None
+    ) -> None:
         self.router = router
         self.config = config
+        self.prompts = prompt_set or PromptSet()
 
     def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         _, board = board_for_run()
         notes = [n["text"] for n in board.notes()]
         reply = self.router.complete(
             "summary",
-            delm_prompts.ANSWER_SYSTEM,
-            delm_prompts.ANSWER_USER.format(problem=state["problem"], notes=bullet_list(notes)),
+            self.prompts.render("delm/answer_system"),
+            self.prompts.render(
+                "delm/answer_user", problem=state["problem"], notes=bullet_list(notes)
+            ),
             self.config.max_tokens_for("solver"),
             derive_seed(self.config.seed, "delm-answer"),
+            prompt="delm/answer_user",
         )
         parsed = extract_answer(reply.text)
         candidate = answer_candidate(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from tmas.llm.router import Completion, ModelRouter
 from tmas.memory.dedup import is_near_duplicate
-from tmas.nodes import delm_prompts
+from tmas.nodes.prompts import PromptSet
 from tmas.parsing import parse_verification
 
 _PLACEHOLDER = re.compile(
@@ -55,9 +55,16 @@ class VerificationGate:
     """Deterministic checks first; only a note that passes them goes to the LLM judge."""
 
     def __init__(
-        self, router: ModelRouter, *, max_chars: int, dedup_threshold: float, max_tokens: int
+        self,
+        router: ModelRouter,
+        *,
+        max_chars: int,
+        dedup_threshold: float,
+        max_tokens: int,
+        prompt_set: PromptSet | None = None,
     ) -> None:
         self.router = router
+        self.prompts = prompt_set or PromptSet()
         self.max_chars = max_chars
         self.dedup_threshold = dedup_threshold
         self.max_tokens = max_tokens
@@ -77,10 +84,11 @@ class VerificationGate:
             return GateResult(False, problems)
         reply = self.router.complete(
             "verifier",
-            delm_prompts.JUDGE_SYSTEM,
-            delm_prompts.JUDGE_USER.format(problem=problem, note=note, evidence=evidence),
+            self.prompts.render("delm/judge_system"),
+            self.prompts.render("delm/judge_user", problem=problem, note=note, evidence=evidence),
             self.max_tokens,
             seed,
+            prompt="delm/judge_user",
         )
         verdict, score = parse_verification(reply.text).value  # type: ignore[misc]
         if verdict == "correct" and (score is None or score >= 0.5):

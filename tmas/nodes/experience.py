@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
-from tmas.llm.router import ModelRouter
-from tmas.nodes import prompts
-from tmas.nodes.common import agent_update
+from tmas.nodes.common import AgentNode, agent_update
 from tmas.parsing import parse_bullets
 from tmas.seeding import derive_seed
 
@@ -43,22 +40,22 @@ def trusted(kind: str, mean_score: float | None) -> bool:
     return mean_score is not None and mean_score >= RELIABLE_SCORE
 
 
-class ExtractExperience:
+class ExtractExperience(AgentNode):
     """Node: propose experience-bank entries from one rollout and its summary."""
-
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
-        self.router = router
-        self.config = config
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         reply = self.router.complete(
             "experience",
-            prompts.EXPERIENCE_SYSTEM,
-            prompts.EXPERIENCE_USER.format(
-                problem=task["problem"], solution=task["solution"], summary=task["summary"]
+            self.prompts.render("experience/system"),
+            self.prompts.render(
+                "experience/user",
+                problem=task["problem"],
+                solution=task["solution"],
+                summary=task["summary"],
             ),
             self.config.max_tokens_for("experience"),
             derive_seed(self.config.seed, "experience", task["iteration"], task["candidate_index"]),
+            prompt="experience/user",
         )
         parsed = parse_bullets(reply.text, max_items=3)
         proposals = [

@@ -4,28 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
-from tmas.llm.router import ModelRouter
-from tmas.nodes import prompts
-from tmas.nodes.common import agent_update
+from tmas.nodes.common import AgentNode, agent_update
 from tmas.parsing import parse_strategy
 from tmas.seeding import derive_seed
 
 
-class ExtractGuideline:
+class ExtractGuideline(AgentNode):
     """Node: propose a guideline-bank entry (the strategy used) from one rollout."""
-
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
-        self.router = router
-        self.config = config
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         reply = self.router.complete(
             "guideline",
-            prompts.GUIDELINE_SYSTEM,
-            prompts.GUIDELINE_USER.format(problem=task["problem"], solution=task["solution"]),
+            self.prompts.render("guideline/system"),
+            self.prompts.render(
+                "guideline/user", problem=task["problem"], solution=task["solution"]
+            ),
             self.config.max_tokens_for("guideline"),
             derive_seed(self.config.seed, "guideline", task["iteration"], task["candidate_index"]),
+            prompt="guideline/user",
         )
         parsed = parse_strategy(reply.text)
         proposals = []

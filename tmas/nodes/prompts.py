@@ -1,88 +1,161 @@
-"""Prompt templates of the TMAS agents (plain ``str.format`` templates)."""
+"""Prompt templates as data: one ``str.format`` template file per prompt, overridable per run.
 
-SOLVER_SYSTEM = (
-    "You are the solution agent of a team that solves hard math problems. "
-    "Reason step by step, check your arithmetic, and end with the final answer written as "
-    "\\boxed{answer}."
-)
+Each prompt has a key ``group/name``; the built-in ones are the files
+``tmas/nodes/templates/<group>/<name>.txt`` (the solver's user prompt is named after the plan
+mode: ``solver/initial``, ``solver/exploit``, ...). A plugin ships templates for its own roles
+with :func:`register_prompts`; a spec's ``prompts:`` block or ``--prompts FILE`` overrides any
+of them for one run (the overrides are saved with the run)::
 
-SOLVER_INITIAL = "Problem:\n{problem}\n\nSolve the problem. Put the final answer in \\boxed{{}}."
+    prompts:
+      solver/system: "You are a careful mathematician. End with \\\\boxed{answer}."
+      critic/user: "Problem:\\n{problem}\\n\\nSolution:\\n{solution}\\n\\nCriticise it."
+"""
 
-SOLVER_EXPLOIT = (
-    "Problem:\n{problem}\n\n"
-    "An earlier attempt:\n{parent}\n\n"
-    "What the verifiers said about that attempt:\n{summary}\n\n"
-    "Reliable notes from earlier attempts:\n{experiences}\n\n"
-    "Use the notes, fix any error in the earlier attempt, and write a complete corrected "
-    "solution. Put the final answer in \\boxed{{}}."
-)
+from __future__ import annotations
 
-SOLVER_EXPLORE = (
-    "Problem:\n{problem}\n\n"
-    "Strategies other attempts already used (do NOT use them; find a different approach):\n"
-    "{guidelines}\n\n"
-    "Solve the problem with a new strategy. Put the final answer in \\boxed{{}}."
-)
+import hashlib
+import string
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
 
-SOLVER_REFERENCES = (
-    "Problem:\n{problem}\n\n"
-    "Solutions other solvers wrote in the previous round (they may be wrong):\n{references}\n\n"
-    "Study them, decide what is right, and write your own complete solution. "
-    "Put the final answer in \\boxed{{}}."
-)
+_REGISTERED: dict[str, str] = {}
 
-SOLVER_AGGREGATE = (
-    "Problem:\n{problem}\n\n"
-    "Candidate solutions (some may be wrong):\n{references}\n\n"
-    "Aggregate them: keep the correct steps, fix the errors, and write one improved complete "
-    "solution. Put the final answer in \\boxed{{}}."
-)
 
-SOLVER_EXPERIENCE = (
-    "Problem:\n{problem}\n\n"
-    "Verified facts and known pitfalls from earlier attempts:\n{experiences}\n\n"
-    "Use them and solve the problem. Put the final answer in \\boxed{{}}."
-)
+def _builtin_dir() -> Path:
+    return Path(str(resources.files("tmas.nodes") / "templates"))
 
-VERIFIER_SYSTEM = (
-    "You are the verification agent of a team that solves hard math problems. "
-    "Check the proposed solution step by step and look for any error. End your report with "
-    "two lines:\nScore: s/10  (10 means certainly correct, 0 certainly wrong)\n"
-    "Verdict: correct  or  Verdict: incorrect"
-)
 
-VERIFIER_USER = "Problem:\n{problem}\n\nProposed solution:\n{solution}\n\nCheck it."
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8").removesuffix("\n")
 
-SUMMARY_SYSTEM = (
-    "You are the summary agent of a team that solves hard math problems. Condense several "
-    "verification reports about one solution into two or three sentences: which steps are "
-    "right, which are wrong and why."
-)
 
-SUMMARY_USER = (
-    "Problem:\n{problem}\n\nThe solution's final answer: {answer}\n\n"
-    "Verification reports:\n{reports}\n\nWrite the summary."
-)
+def builtin_templates() -> dict[str, str]:
+    """Every built-in template by key, plus those plugins registered.
 
-EXPERIENCE_SYSTEM = (
-    "You are the experience agent of a team that solves hard math problems. From one solution "
-    "and the summary of its verification, extract at most 3 short, reliable facts about this "
-    "problem: verified intermediate results (start with 'Verified:') and mistakes to avoid "
-    "(start with 'Pitfall:'). Write one fact per line, each line starting with '- '."
-)
+    Example:
+        >>> "solver/exploit" in builtin_templates() and "verifier/system" in builtin_templates()
+        True
+    """
+    found = {
+        f"{path.parent.name}/{path.stem}": _read(path)
+        for path in sorted(_builtin_dir().glob("*/*.txt"))
+    }
+    return {**found, **_REGISTERED}
 
-EXPERIENCE_USER = (
-    "Problem:\n{problem}\n\nSolution:\n{solution}\n\nVerification summary:\n{summary}\n\n"
-    "List the facts."
-)
 
-GUIDELINE_SYSTEM = (
-    "You are the guideline agent of a team that solves hard math problems. Name the "
-    "high-level strategy a solution used, in one line that starts with 'Strategy:'. "
-    "Describe the approach, not the numbers."
-)
+def register_prompts(group: str, templates: Mapping[str, str] | Path | str) -> None:
+    """Make ``templates`` (name -> text, or a folder of ``<name>.txt`` files) the default
+    prompts ``group/<name>`` (for a plugin's own roles).
 
-GUIDELINE_USER = "Problem:\n{problem}\n\nSolution:\n{solution}\n\nName its strategy."
+    Example:
+        >>> register_prompts("doc_critic", {"system": "You criticise.", "user": "{solution}"})
+        >>> PromptSet().render("doc_critic/user", solution="x = 3")
+        'x = 3'
+    """
+    if isinstance(templates, (str, Path)):
+        folder = Path(templates)
+        if not folder.is_dir():
+            raise ValueError(f"no prompt folder {folder}")
+        templates = {path.stem: _read(path) for path in sorted(folder.glob("*.txt"))}
+    for name, text in templates.items():
+        _REGISTERED[f"{group}/{name}"] = str(text)
+
+
+def template_fields(template: str) -> set[str]:
+    """The ``{field}`` names a template uses.
+
+    Example:
+        >>> sorted(template_fields("Problem: {problem}, {{literal}} {answer}"))
+        ['answer', 'problem']
+    """
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ValueError(f"malformed template: {exc}") from None
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in parsed if name}
+
+
+def override_problems(overrides: Mapping[str, str], known: Mapping[str, str]) -> list[str]:
+    """What is wrong with prompt ``overrides``: a malformed key or template, or an override of
+    a known prompt that uses a field the prompt is never given.
+
+    Example:
+        >>> override_problems({"verifier/user": "{problem} {score}"}, builtin_templates())
+        ['prompts.verifier/user uses {score}, which it is not given (it has: problem, solution)']
+    """
+    problems = []
+    for key, text in overrides.items():
+        group, _, name = key.partition("/")
+        if not group or not name:
+            problems.append(f"prompts.{key}: a prompt key is 'group/name', e.g. solver/system")
+            continue
+        try:
+            used = template_fields(str(text))
+        except ValueError as exc:
+            problems.append(f"prompts.{key}: {exc}")
+            continue
+        if key in known:
+            given = template_fields(known[key])
+            if extra := sorted(used - given):
+                names = ", ".join(sorted(given)) or "no fields"
+                problems.append(
+                    f"prompts.{key} uses {{{'}, {'.join(extra)}}}, which it is not given "
+                    f"(it has: {names})"
+                )
+    return problems
+
+
+class PromptSet:
+    """The templates of one run: the built-in ones with ``overrides`` applied.
+
+    Example:
+        >>> prompts = PromptSet({"solver/system": "Be brief."})
+        >>> prompts.template("solver/system"), prompts.render("verifier/user", problem="1+1?",
+        ...     solution="2").splitlines()[0]
+        ('Be brief.', 'Problem:')
+    """
+
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.overrides = dict(overrides or {})
+        self._templates = {**builtin_templates(), **self.overrides}
+
+    def has(self, key: str) -> bool:
+        """Whether a template ``key`` exists."""
+        return key in self._templates
+
+    def template(self, key: str) -> str:
+        """The template ``key``; ValueError naming the group's known prompts otherwise."""
+        if key not in self._templates:
+            group = key.partition("/")[0]
+            known = sorted(k for k in self._templates if k.startswith(f"{group}/"))
+            hint = f"; {group} has: {', '.join(known)}" if known else ""
+            raise ValueError(
+                f"no prompt {key!r}{hint} (add it to the spec's prompts: block or register it)"
+            )
+        return self._templates[key]
+
+    def render(self, key: str, **fields: object) -> str:
+        """Template ``key`` filled with ``fields``; ValueError naming a field it lacks."""
+        try:
+            return self.template(key).format(**fields)
+        except KeyError as exc:
+            raise ValueError(
+                f"prompt {key!r} uses {{{exc.args[0]}}}, which it is not given "
+                f"(given: {', '.join(sorted(fields))})"
+            ) from None
+
+    def digests(self) -> dict[str, str]:
+        """A short digest of every template by key (what an evaluation's identity records).
+
+        Example:
+            >>> len(PromptSet().digests()["solver/system"])
+            16
+        """
+        return {
+            key: hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+            for key, text in sorted(self._templates.items())
+        }
 
 
 def bullet_list(items: list[str], empty: str = "(none yet)") -> str:

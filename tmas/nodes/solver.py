@@ -6,10 +6,10 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.events import emit
-from tmas.llm.router import ModelRouter
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
-from tmas.nodes.common import agent_update
+from tmas.nodes.common import AgentNode, agent_update
+from tmas.nodes.prompts import PromptSet
 from tmas.parsing import extract_answer
 from tmas.state import Candidate, RunState
 
@@ -47,9 +47,7 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
                 if plan["mode"] == "reference"
                 else config.rollout_chars_in_prompt
             )
-            task["references"] = [
-                clipped(previous[i], limit) for i in plan.get("references", [])
-            ]
+            task["references"] = [clipped(previous[i], limit) for i in plan.get("references", [])]
         elif plan["mode"] == "experience":
             task["experiences"] = relevant_experiences(
                 state.get("experience_bank", []), state["problem"], config.experiences_per_prompt
@@ -58,37 +56,37 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     return tasks
 
 
-def solver_prompt(task: dict[str, Any]) -> str:
-    """The user prompt of a solver task.
+def solver_fields(task: dict[str, Any]) -> dict[str, str]:
+    """The fields a solver task gives its prompt template: the problem, and the parent with its
+    summary, the experiences, the guidelines or the references, as its mode read them.
+
+    Example:
+        >>> sorted(solver_fields({"problem": "1+1?", "guidelines": ["Count"]}))
+        ['guidelines', 'problem']
+    """
+    fields = {"problem": task["problem"]}
+    if "parent" in task:
+        fields["parent"] = task["parent"]["text"]
+        fields["summary"] = task["parent"]["summary"] or "(no summary)"
+    if "experiences" in task:
+        fields["experiences"] = prompts.bullet_list([e["text"] for e in task["experiences"]])
+    if "guidelines" in task:
+        fields["guidelines"] = prompts.bullet_list(task["guidelines"])
+    if "references" in task:
+        fields["references"] = reference_list(task["references"])
+    return fields
+
+
+def solver_prompt(task: dict[str, Any], prompt_set: PromptSet | None = None) -> str:
+    """The user prompt of a solver task: the template named after its plan's mode
+    (``solver/<mode>``) filled with :func:`solver_fields`.
 
     Example:
         >>> solver_prompt({"problem": "1+1?", "plan": {"mode": "initial"}}).startswith("Problem")
         True
     """
-    mode = task["plan"]["mode"]
-    if mode == "exploit":
-        parent = task["parent"]
-        return prompts.SOLVER_EXPLOIT.format(
-            problem=task["problem"],
-            parent=parent["text"],
-            summary=parent["summary"] or "(no summary)",
-            experiences=prompts.bullet_list([e["text"] for e in task["experiences"]]),
-        )
-    if mode == "explore":
-        return prompts.SOLVER_EXPLORE.format(
-            problem=task["problem"], guidelines=prompts.bullet_list(task["guidelines"])
-        )
-    if mode in ("reference", "aggregate"):
-        template = prompts.SOLVER_REFERENCES if mode == "reference" else prompts.SOLVER_AGGREGATE
-        return template.format(
-            problem=task["problem"], references=reference_list(task["references"])
-        )
-    if mode == "experience":
-        return prompts.SOLVER_EXPERIENCE.format(
-            problem=task["problem"],
-            experiences=prompts.bullet_list([e["text"] for e in task["experiences"]]),
-        )
-    return prompts.SOLVER_INITIAL.format(problem=task["problem"])
+    key = f"solver/{task['plan']['mode']}"
+    return (prompt_set or PromptSet()).render(key, **solver_fields(task))
 
 
 def clipped(rollout: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -115,10 +113,11 @@ def reference_list(rollouts: list[dict[str, Any]]) -> str:
     )
 
 
-class Solve:
+class Solve(AgentNode):
     """Node: run one solver task and add its candidate to the iteration.
 
     Example:
+        >>> from tmas.llm.router import ModelRouter
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
         >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None, "seed": 1}
@@ -126,18 +125,15 @@ class Solve:
         True
     """
 
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
-        self.router = router
-        self.config = config
-
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         plan = task["plan"]
         reply = self.router.complete(
             "solver",
-            prompts.SOLVER_SYSTEM,
-            solver_prompt(task),
+            self.prompts.render("solver/system"),
+            solver_prompt(task, self.prompts),
             self.config.max_tokens_for("solver"),
             plan["seed"],
+            prompt=f"solver/{plan['mode']}",
         )
         parsed = extract_answer(reply.text)
         candidate: Candidate = {
@@ -174,6 +170,7 @@ class Solve:
         """The candidate that stands for a failed solver call: no text, no answer, its error.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
             >>> plan = {"iteration": 1, "index": 2, "mode": "initial", "parent_index": None}

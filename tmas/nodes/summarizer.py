@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import live_candidates
+from tmas.nodes.common import AgentNode, live_candidates
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Summary, failed
 
@@ -58,23 +57,23 @@ def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     return tasks
 
 
-class Summarize:
+class Summarize(AgentNode):
     """Node: write the verification summary of one candidate."""
-
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
-        self.router = router
-        self.config = config
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         reports = "\n\n".join(f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"]))
         reply = self.router.complete(
             "summary",
-            prompts.SUMMARY_SYSTEM,
-            prompts.SUMMARY_USER.format(
-                problem=task["problem"], answer=task["answer"] or "(none)", reports=reports
+            self.prompts.render("summary/system"),
+            self.prompts.render(
+                "summary/user",
+                problem=task["problem"],
+                answer=task["answer"] or "(none)",
+                reports=reports,
             ),
             self.config.max_tokens_for("summary"),
             derive_seed(self.config.seed, "summary", task["iteration"], task["candidate_index"]),
+            prompt="summary/user",
         )
         summary: Summary = {
             "iteration": task["iteration"],
@@ -88,6 +87,7 @@ class Summarize:
         """The summary of a failed summary call: no text, the candidate's mean score, its error.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> node = Summarize(ModelRouter(ScriptedChatModel()), TMASConfig())
             >>> node.on_failure({"iteration": 1, "candidate_index": 0, "scores": [0.5, 1.0]},

@@ -6,9 +6,8 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.events import emit
-from tmas.llm.router import ModelRouter
 from tmas.nodes import prompts
-from tmas.nodes.common import agent_update, live_candidates
+from tmas.nodes.common import AgentNode, agent_update, live_candidates
 from tmas.parsing import parse_verification
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
@@ -52,12 +51,8 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
     return tasks
 
 
-class Verify:
+class Verify(AgentNode):
     """Node: check one candidate once and record verdict and score."""
-
-    def __init__(self, router: ModelRouter, config: TMASConfig) -> None:
-        self.router = router
-        self.config = config
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
         seed = derive_seed(
@@ -69,10 +64,13 @@ class Verify:
         )
         reply = self.router.complete(
             "verifier",
-            prompts.VERIFIER_SYSTEM,
-            prompts.VERIFIER_USER.format(problem=task["problem"], solution=task["solution"]),
+            self.prompts.render("verifier/system"),
+            self.prompts.render(
+                "verifier/user", problem=task["problem"], solution=task["solution"]
+            ),
             self.config.max_tokens_for("verifier"),
             seed,
+            prompt="verifier/user",
         )
         parsed = parse_verification(reply.text)
         verdict, score = parsed.value  # type: ignore[misc]
@@ -106,6 +104,7 @@ class Verify:
         """The check that stands for a failed verifier call: no verdict, no score, its error.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> node = Verify(ModelRouter(ScriptedChatModel()), TMASConfig())
             >>> task = {"iteration": 1, "candidate_index": 0, "check_index": 1}

@@ -12,7 +12,6 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from tmas.roles import role_of_prompt
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 
 __all__ = ["ScriptedChatModel", "ScriptedReplies", "SimulatedCrash"]
@@ -27,16 +26,19 @@ class SimulatedCrash(BaseException):  # noqa: N818 - named for what it stands fo
 class ScriptedChatModel(BaseChatModel):
     """Answers each TMAS role with a canned reply and counts calls per role.
 
-    ``fail_when`` lets a test make chosen calls raise: it receives (role, call_number_of_role)
-    and returns True to raise ``RuntimeError`` (a failed call), or raises itself (e.g.
-    ``ConnectionError`` for a transient failure, ``SimulatedCrash`` for a crash).
+    The role and prompt of a call come from its metadata (``tmas_role``/``tmas_prompt``, set
+    by :class:`tmas.llm.router.ModelRouter`). ``fail_when`` lets a test make chosen calls
+    raise: it receives (role, call_number_of_role) and returns True to raise ``RuntimeError``
+    (a failed call), or raises itself (e.g. ``ConnectionError`` for a transient failure,
+    ``SimulatedCrash`` for a crash).
 
     Example:
         >>> from langchain_core.messages import SystemMessage, HumanMessage
         >>> model = ScriptedChatModel()
-        >>> msg = model.invoke([SystemMessage("You are the solution agent."), HumanMessage("1+1")])
-        >>> model.calls["solver"]
-        1
+        >>> msg = model.invoke([SystemMessage("Solve it."), HumanMessage("1+1")],
+        ...                    config={"metadata": {"tmas_role": "solver"}})
+        >>> model.calls["solver"], "boxed" in msg.content
+        (1, True)
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -67,14 +69,15 @@ class ScriptedChatModel(BaseChatModel):
             {"role": "system" if m.type == "system" else "user", "content": str(m.content)}
             for m in messages
         ]
-        system = "\n".join(d["content"] for d in dicts if d["role"] == "system")
-        role = role_of_prompt(system)
+        metadata = (run_manager.metadata if run_manager is not None else None) or {}
+        role, prompt = metadata.get("tmas_role"), metadata.get("tmas_prompt")
         with self._lock:
             self._calls[role] += 1
             number = self._calls[role]
         if self.fail_when is not None and self.fail_when(role, number):
             raise RuntimeError(f"scripted failure of {role} call {number}")
-        text = scripted_reply(self.replies, dicts, salt=str(kwargs.get("seed", "")))
+        salt = str(kwargs.get("seed", ""))
+        text = scripted_reply(self.replies, dicts, salt, role=role, prompt=prompt)
         prompt_tokens = sum(len(d["content"].split()) for d in dicts)
         usage = {
             "input_tokens": prompt_tokens,

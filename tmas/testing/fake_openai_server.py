@@ -21,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 from tmas.testing.server_process import (
     add_server_arguments,
@@ -131,6 +132,10 @@ class _Handler(BaseHTTPRequestHandler):
         if refusal is not None:
             self._send_error(*refusal)
             return
+        body["tmas"] = {
+            "role": self.headers.get(ROLE_HEADER),
+            "prompt": self.headers.get(PROMPT_HEADER),
+        }
         self.server.fake._serve_completion(self, body, messages)
 
 
@@ -312,7 +317,14 @@ class FakeOpenAIServer:
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1
             if content is None:
-                content = scripted_reply(self.replies, flat, salt=str(body.get("seed", "")))
+                tagged = body.get("tmas") or {}
+                content = scripted_reply(
+                    self.replies,
+                    flat,
+                    str(body.get("seed", "")),
+                    role=tagged.get("role"),
+                    prompt=tagged.get("prompt"),
+                )
             prompt, completion = sum(_words(m["content"]) for m in flat), _words(content) * n
             usage = dict(prompt_tokens=prompt, completion_tokens=completion)
             usage["total_tokens"] = prompt + completion

@@ -6,16 +6,19 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tmas.roles import Role, role_of_prompt
+from tmas.roles import Role
 
 
 @dataclass(frozen=True)
 class ScriptedReplies:
     """Role-aware canned replies; the solver's answer is picked by a hash of the prompt.
 
+    Replies are chosen by the call's role and prompt key (the ``tmas_role``/``tmas_prompt``
+    metadata of the call), never by the wording of the prompt.
+
     Example:
         >>> replies = ScriptedReplies(answers=("18",))
-        >>> "\\\\boxed{18}" in replies.reply("solver", "You are the solution agent", "2+16?")
+        >>> "\\\\boxed{18}" in replies.reply("solver", "You solve things.", "2+16?")
         True
     """
 
@@ -29,14 +32,22 @@ class ScriptedReplies:
         digest = hashlib.sha256(text.encode("utf-8")).digest()
         return options[digest[0] % len(options)]
 
-    def reply(self, role: Role | None, system: str, user: str, salt: str = "") -> str:
-        """Return the canned reply of ``role`` to a prompt (``salt``, e.g. a seed, varies it)."""
-        if role == "solver" and "Split the problem" in system:
+    def reply(
+        self,
+        role: Role | None,
+        system: str,
+        user: str,
+        salt: str = "",
+        prompt: str | None = None,
+    ) -> str:
+        """Return the canned reply of ``role`` to a prompt (``salt``, e.g. a seed, varies it;
+        ``prompt`` is the key of the prompt's template)."""
+        if prompt == "delm/planner_user":
             return "- What is the first quantity?\n- What is the second quantity?"
-        if role == "solver" and "board of verified notes" in system:
+        if prompt == "delm/worker_user":
             fact = self._pick(("the first quantity is 9", "the second quantity is 9"), user + salt)
             return f"Note: {fact}\nEvidence: read from the problem statement"
-        if role == "summary" and "From the verified notes" in system:
+        if prompt == "delm/answer_user":
             answer = self._pick(self.answers, user)
             return f"Adding the noted quantities gives {answer}.\n\\boxed{{{answer}}}"
         if role == "solver":
@@ -54,18 +65,28 @@ class ScriptedReplies:
             return "- Verified: the arithmetic of the first step holds.\n- Pitfall: units dropped."
         if role == "guideline":
             return f"Strategy: {self._pick(self.strategies, user)}"
+        if role:
+            return f"A reply of the {role} agent about the problem."
         return "I do not know which role I play."
 
 
-def scripted_reply(replies: ScriptedReplies, messages: Sequence[dict], salt: str = "") -> str:
-    """Reply to OpenAI-style ``messages`` (dicts with role and content) as the scripted agent.
+def scripted_reply(
+    replies: ScriptedReplies,
+    messages: Sequence[dict],
+    salt: str = "",
+    *,
+    role: Role | None = None,
+    prompt: str | None = None,
+) -> str:
+    """Reply to OpenAI-style ``messages`` (dicts with role and content) as the scripted agent
+    playing ``role`` (with the prompt template ``prompt``).
 
     Example:
-        >>> msgs = [{"role": "system", "content": "You are the summary agent."},
+        >>> msgs = [{"role": "system", "content": "Condense the reports."},
         ...         {"role": "user", "content": "..."}]
-        >>> scripted_reply(ScriptedReplies(), msgs).startswith("The verifiers")
+        >>> scripted_reply(ScriptedReplies(), msgs, role="summary").startswith("The verifiers")
         True
     """
     system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
     user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") != "system")
-    return replies.reply(role_of_prompt(system), system, user, salt)
+    return replies.reply(role, system, user, salt, prompt)

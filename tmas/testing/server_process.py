@@ -55,9 +55,7 @@ def replies_of(args: argparse.Namespace) -> ScriptedReplies:
     return ScriptedReplies(answers=answers)
 
 
-def serve_until_signal(
-    server: Any, stopped: Callable[[], bool] = lambda: False
-) -> None:
+def serve_until_signal(server: Any, stopped: Callable[[], bool] = lambda: False) -> None:
     """Serve, print the base URL, and return on SIGTERM, SIGINT or once ``stopped()``."""
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -66,5 +64,3 @@ def serve_until_signal(
         print(server.base_url, flush=True)
         while not done.wait(0.1) and not stopped():
             pass
-
-
