@@ -22,6 +22,7 @@ from tmas.cli_common import (
     ModelOption,
     NCtxOption,
     PluginOption,
+    PromptsOption,
     ReviewOption,
     RoleBaseUrlOption,
     RoleModelOption,
@@ -50,7 +51,7 @@ from tmas.cli_trace import trace
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.llm.model_files import ModelFileError
-from tmas.report import runs_table
+from tmas.report import customisation_lines, runs_table
 from tmas.runner import RunOutcome, saved_state
 from tmas.runs import UnknownRunError, new_run_id
 from tmas.terminal import plain
@@ -64,6 +65,7 @@ def solve(
     gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
     graph: GraphOption = "tmas",
     plugin: PluginOption = [],  # noqa: B006
+    prompts: PromptsOption = [],  # noqa: B006
     doc: Annotated[
         list[Path], typer.Option(help="a document for the question (repeatable; delm)")
     ] = [],  # noqa: B006
@@ -102,6 +104,7 @@ def solve(
             role_model,
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            prompts,
         )
         router = checked_router(spec, config)
     except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
@@ -204,8 +207,16 @@ def runs(db: DbOption = None) -> None:
 
 
 @app.command()
-def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Print a run's per-iteration table and its final answer."""
+def show(
+    run_id: str,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    prompts: Annotated[
+        bool, typer.Option("--prompts", help="print the run's prompt overrides in full")
+    ] = False,
+) -> None:
+    """Print a run's per-iteration table and its final answer (and the roles it declared and
+    the prompts it overrode)."""
     with open_manager(db, create=False) as manager:
         try:
             record = manager.registry.get(run_id)
@@ -214,9 +225,15 @@ def show(run_id: str, db: DbOption = None, as_json: JsonOption = False) -> None:
             return
         state = saved_state(manager.storage, run_id)
         status = manager.status_of(record, state)
-    out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
-    out.print(f"topology: {record.graph}   status: {status}", markup=False)
-    finish(RunOutcome(run_id, state), as_json, verdict=False)
+    if not as_json:
+        out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
+    spec = (record.topology or {}).get("spec") or {}
+    customised = {"roles": spec.get("roles") or {}, "prompts": spec.get("prompts") or {}}
+    if not as_json:
+        out.print(f"topology: {record.graph}   status: {status}", markup=False)
+        for line in customisation_lines(customised, full_prompts=prompts):
+            out.print(plain(line, 100_000), markup=False, highlight=False)
+    finish(RunOutcome(run_id, state), as_json, verdict=False, extra=customised)
 
 
 @app.command()

@@ -42,7 +42,18 @@ ReviewOption = Annotated[
 
 # Options shared by the commands that run topologies (solve, eval).
 GraphOption = Annotated[str, typer.Option(help="bundled topology name or spec file")]
-PluginOption = Annotated[list[str], typer.Option(help="module registering node types")]
+PluginOption = Annotated[
+    list[str],
+    typer.Option(help="a module name or a .py file that registers node types, roles, prompts"),
+]
+PromptsOption = Annotated[
+    list[Path],
+    typer.Option(
+        "--prompts",
+        help="a YAML/JSON file of prompt templates (group/name: text) overriding the "
+        "topology's (repeatable; saved with the run)",
+    ),
+]
 CandidatesOption = Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")]
 VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")]
 IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]

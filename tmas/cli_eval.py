@@ -21,6 +21,7 @@ from tmas.cli_common import (
     ModelOption,
     NCtxOption,
     PluginOption,
+    PromptsOption,
     RoleBaseUrlOption,
     RoleModelOption,
     SetOption,
@@ -73,6 +74,7 @@ def evaluate(
     concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
     graph: GraphOption = "tmas",
     plugin: PluginOption = [],  # noqa: B006
+    prompts: PromptsOption = [],  # noqa: B006
     n: CandidatesOption = None,
     m: VerificationsOption = None,
     iterations: IterationsOption = None,
@@ -111,6 +113,7 @@ def evaluate(
             role_model,
             role_base_url,
             dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            prompts,
         )
         router = None if ray else checked_router(spec, config)  # Ray workers build their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from tmas.config import (
 )
 from tmas.graphs.bundled import resolve_spec
 from tmas.graphs.registry import load_plugin
-from tmas.graphs.spec import GraphSpec
+from tmas.graphs.spec import GraphSpec, load_prompt_file
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes.selection_rules import selection_rule
@@ -116,11 +117,17 @@ def role_settings(role_models: list[str], role_base_urls: list[str]) -> dict[str
         raise ConfigError(f"invalid role setting: {describe_validation_error(exc)}") from None
 
 
-def load_topology(graph: str, plugins: list[str]) -> GraphSpec:
-    """Import the plugins, then load and validate the topology (bundled name or file)."""
+def load_topology(
+    graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()
+) -> GraphSpec:
+    """Import the plugins, then load the topology (bundled name or file), apply the prompt
+    files' overrides in turn and validate it."""
     for module in plugins:
         load_plugin(module)
-    return validate_spec(resolve_spec(graph), graph)
+    spec = resolve_spec(graph)
+    for path in prompt_files:
+        spec = spec.with_prompts(load_prompt_file(path))
+    return validate_spec(spec, graph)
 
 
 def build_config(
@@ -187,9 +194,10 @@ def setup_run(
     role_models: list[str],
     role_base_urls: list[str],
     backend: dict[str, Any],
+    prompt_files: Sequence[Path] = (),
 ) -> tuple[GraphSpec, TMASConfig, BackendSpec]:
     """Topology, config and backend from command-line values (raises on any bad one)."""
-    topology = load_topology(graph, plugins)
+    topology = load_topology(graph, plugins, prompt_files)
     config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
     config.check_roles()
     if config.selection is not None:

@@ -30,10 +30,15 @@ def live_options(stream: bool, review: bool) -> dict[str, Any]:
     }
 
 
-def finish(outcome: RunOutcome, as_json: bool, verdict: bool = True) -> None:
+def finish(
+    outcome: RunOutcome,
+    as_json: bool,
+    verdict: bool = True,
+    extra: dict[str, Any] | None = None,
+) -> None:
     """Print the outcome of a run: its iteration table, model calls and answer, or JSON (model
-    text never reaches the terminal raw); with ``verdict``, a degraded run then exits
-    non-zero (:func:`exit_if_degraded`)."""
+    text never reaches the terminal raw; ``extra`` adds keys to it); with ``verdict``, a
+    degraded run then exits non-zero (:func:`exit_if_degraded`)."""
     state = outcome.state
     if outcome.paused and not as_json:
         done = (state.get("history") or [{"iteration": 0}])[-1]["iteration"]
@@ -48,6 +53,7 @@ def finish(outcome: RunOutcome, as_json: bool, verdict: bool = True) -> None:
             "run_id": outcome.run_id,
             **{k: state.get(k) for k in keys},
             "lost_roles": outcome.lost_roles,
+            **(extra or {}),
         }
         out.print_json(json.dumps(shown), ensure_ascii=True)  # no raw control characters
     else:

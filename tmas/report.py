@@ -142,3 +142,29 @@ def usage_table(usage: dict[str, Any]) -> Table:
             f"{counts.get('output_tokens', 0):,}",
         )
     return table
+
+
+def customisation_lines(customised: dict[str, Any], *, full_prompts: bool = False) -> list[str]:
+    """Lines naming the roles a run's topology declared and the prompts it overrode (with
+    ``full_prompts``, each override's whole text).
+
+    Example:
+        >>> customisation_lines({"roles": {"critic": {"max_tokens": 99, "model": "verifier"}},
+        ...                      "prompts": {"solver/system": "Be brief."}})
+        ['roles: critic (max 99 tokens, model of verifier)', 'prompts overridden: solver/system']
+    """
+    lines = []
+    roles = customised.get("roles") or {}
+    if roles:
+        described = []
+        for name, role in roles.items():
+            borrowed = f", model of {role['model']}" if role.get("model") else ""
+            described.append(f"{name} (max {role.get('max_tokens')} tokens{borrowed})")
+        lines.append("roles: " + ", ".join(described))
+    prompts = customised.get("prompts") or {}
+    if prompts:
+        lines.append("prompts overridden: " + ", ".join(sorted(prompts)))
+        if full_prompts:
+            for key in sorted(prompts):
+                lines += [f"--- {key}", prompts[key]]
+    return lines
