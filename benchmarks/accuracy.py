@@ -26,7 +26,7 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
-from tmas.eval.runner import Evaluation
+from tmas.eval.evaluation import Evaluation
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.llm.backend import BackendSpec, make_router

@@ -30,9 +30,9 @@ from langchain_core.messages import HumanMessage
 
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
+from tmas.lifecycle.manager import thread_config
 from tmas.llm.openai_compat import make_openai_chat_model
 from tmas.llm.router import ModelRouter
-from tmas.runner import thread_config
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 GOAL = 1.15

@@ -5,7 +5,7 @@ Both sides drive the same instant fake chat model (``ScriptedChatModel``) throug
 
 * A: ``build_tmas_graph(TMASConfig(n_candidates=8, n_verifications=8, max_iterations=T))``
   invoked with ``max_concurrency=16``, once without a checkpointer (A) and once with the
-  SQLite checkpointer of ``tmas.checkpoint`` on a temporary file (A_sqlite);
+  SQLite checkpointer of ``tmas.storage.sqlite`` on a temporary file (A_sqlite);
 * B: a plain asyncio loop calling the package's node classes and task builders directly,
   merging their updates with the reducers declared on ``tmas.state.RunState`` and running
   each fan-out with ``asyncio.gather`` over ``asyncio.to_thread`` under a
@@ -44,20 +44,20 @@ from typing import Any
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
-from tmas.checkpoint import connect, open_checkpointer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.llm.router import ModelRouter
-from tmas.nodes.bank_update import UpdateBanks
-from tmas.nodes.experience import ExtractExperience
-from tmas.nodes.guideline import ExtractGuideline
-from tmas.nodes.iteration import StartIteration
-from tmas.nodes.reflection import reflection_tasks
-from tmas.nodes.selection import RecordIteration
-from tmas.nodes.solver import Solve, solver_tasks
-from tmas.nodes.summarizer import Summarize, summary_tasks
-from tmas.nodes.verifier import Verify, verification_tasks
+from tmas.nodes.agents.experience import ExtractExperience
+from tmas.nodes.agents.guideline import ExtractGuideline
+from tmas.nodes.agents.reflection import reflection_tasks
+from tmas.nodes.agents.solver import Solve, solver_tasks
+from tmas.nodes.agents.summarizer import Summarize, summary_tasks
+from tmas.nodes.agents.verifier import Verify, verification_tasks
+from tmas.nodes.control.bank_update import UpdateBanks
+from tmas.nodes.control.iteration import StartIteration
+from tmas.nodes.control.record import RecordIteration
 from tmas.state import RunState
+from tmas.storage.sqlite import connect, open_checkpointer
 from tmas.testing.fake_chat import ScriptedChatModel
 
 MAX_CONCURRENCY = 16

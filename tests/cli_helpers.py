@@ -11,12 +11,12 @@ from typing import Any
 
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 

@@ -17,11 +17,11 @@ import pytest
 from cli_helpers import RUN_ID, db_path, invoke, make_home
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from tmas.checkpoint import StorageError, connect, open_checkpointer, strict_serializer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
-from tmas.runner import saved_state
+from tmas.lifecycle.manager import saved_state
 from tmas.storage import open_storage
+from tmas.storage.sqlite import StorageError, connect, open_checkpointer, strict_serializer
 from tmas.testing.fake_chat import ScriptedChatModel
 
 # Runs in a fresh interpreter: LANGGRAPH_STRICT_MSGPACK is read when langgraph is imported.
@@ -51,7 +51,7 @@ with warnings.catch_warnings(record=True) as caught:
 
     register_serde_event_listener(events.append)
 
-    from tmas.checkpoint import connect, open_checkpointer, strict_serializer
+    from tmas.storage.sqlite import connect, open_checkpointer, strict_serializer
     from tmas.config import TMASConfig
     from tmas.graphs import build_tmas_graph
     from tmas.testing.fake_chat import ScriptedChatModel

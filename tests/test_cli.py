@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
-from tmas.checkpoint import connect
 from tmas.config import TMASConfig
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
 
 

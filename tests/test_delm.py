@@ -15,7 +15,7 @@ from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.llm.router import ModelRouter
 from tmas.memory.shared_board import NoteBoard, TaskQueue
-from tmas.nodes.delm_gate import deterministic_problems
+from tmas.nodes.agents.delm_gate import deterministic_problems
 from tmas.roles import Role
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies

@@ -13,8 +13,8 @@ from pydantic import PrivateAttr
 
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
-from tmas.nodes.iteration import choose_mode, plan_iteration
-from tmas.nodes.solver import solver_prompt, solver_tasks
+from tmas.nodes.agents.solver import solver_prompt, solver_tasks
+from tmas.nodes.control.iteration import choose_mode, plan_iteration
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
 

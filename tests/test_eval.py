@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.eval.data import DataError, load_problems
+from tmas.eval.evaluation import RESULTS, SUMMARY, Evaluation
 from tmas.eval.identity import EvaluationMismatch
-from tmas.eval.runner import RESULTS, SUMMARY, Evaluation
 from tmas.graphs.bundled import load_bundled
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from tmas.cli import app
 from tmas.config import RoleModel, TMASConfig
 from tmas.eval.data import load_problems
+from tmas.eval.evaluation import RESULTS, SUMMARY, Evaluation
 from tmas.eval.identity import IDENTITY, EvaluationMismatch, check_identity, write_identity
-from tmas.eval.runner import RESULTS, SUMMARY, Evaluation
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec

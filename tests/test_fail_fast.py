@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
-from tmas.cli_run import DEGRADED_EXIT
+from tmas.cli.outcome import DEGRADED_EXIT
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
+from tmas.lifecycle.manager import finished_status
 from tmas.llm.errors import ContextOverflowError, ModelCallError, fatal_cause
 from tmas.llm.router import ModelRouter
-from tmas.runner import finished_status
-from tmas.runs import RunRegistry
 from tmas.state import lost_roles
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.fault_server import FaultInjectingServer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from tmas.grading import BoundedGrader, is_correct
+from tmas.answers.grading import BoundedGrader, is_correct
 
 
 def test_pathological_answer_times_out_and_counts_as_wrong() -> None:

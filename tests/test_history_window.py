@@ -6,13 +6,13 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
-from tmas.checkpoint import connect
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
-from tmas.history import iteration_records
+from tmas.lifecycle.history import iteration_records
+from tmas.lifecycle.manager import RunManager, saved_state
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager, saved_state
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 
@@ -66,7 +66,7 @@ def test_records_of_an_earlier_run_on_the_same_thread_are_not_mixed_in() -> None
 
 
 def test_a_run_saved_before_running_totals_keeps_its_earlier_votes() -> None:
-    from tmas.nodes.selection import RecordIteration
+    from tmas.nodes.control.record import RecordIteration
 
     old_history = [
         {"iteration": 1, "vote": {"7": 3.0}},

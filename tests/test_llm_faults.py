@@ -19,25 +19,25 @@ from langgraph.runtime import get_runtime
 from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
-from tmas.llm.backend import BackendSpec
-from tmas.llm.errors import ModelCallError, is_transient
-from tmas.llm.openai_compat import make_openai_chat_model
-from tmas.llm.router import ModelRouter
-from tmas.memory.shared_board import TaskQueue
-from tmas.nodes.failures import (
+from tmas.lifecycle.failures import (
     AllSolverCallsFailed,
     RecordFailures,
     attempt_number,
     retry_policy,
 )
-from tmas.runner import RunManager, saved_state
+from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.llm.backend import BackendSpec
+from tmas.llm.errors import ModelCallError, is_transient
+from tmas.llm.openai_compat import make_openai_chat_model
+from tmas.llm.router import ModelRouter
+from tmas.memory.shared_board import TaskQueue
 from tmas.state import failed
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.fault_server import FAILING_KINDS, FaultInjectingServer, spread_rate

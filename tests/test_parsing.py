@@ -8,16 +8,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from tmas.config import TMASConfig
-from tmas.grading import is_correct, pass_at_1
-from tmas.graphs import build_tmas_graph
-from tmas.parsing import (
+from tmas.answers.grading import is_correct, pass_at_1
+from tmas.answers.parsing import (
     extract_answer,
     normalize_answer,
     parse_bullets,
     parse_strategy,
     parse_verification,
 )
+from tmas.config import TMASConfig
+from tmas.graphs import build_tmas_graph
 from tmas.roles import Role
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies

@@ -13,9 +13,9 @@ from typer.testing import CliRunner, Result
 
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.lifecycle.manager import RunManager, saved_state
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager, saved_state
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 from tmas.testing.fake_openai_server import FakeOpenAIServer

@@ -9,8 +9,8 @@ from tmas.graphs import build_tmas_graph
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
+from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.llm.router import ModelRouter
-from tmas.progress import ProgressDisplay, ProgressTracker
 from tmas.testing.fake_chat import ScriptedChatModel
 
 

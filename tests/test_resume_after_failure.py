@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from tmas.checkpoint import connect, open_checkpointer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager
+from tmas.storage.sqlite import connect, open_checkpointer
 from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 
 N, M, T = 3, 2, 3

@@ -14,13 +14,13 @@ from kill_helpers import solve_command
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
+from tmas.lifecycle.manager import RunBusyError, RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunBusyError, RunManager
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel, ScriptedReplies
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

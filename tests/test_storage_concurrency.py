@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from tmas.checkpoint import connect, open_checkpointer
-from tmas.runs import RunRegistry
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import connect, open_checkpointer
 
 
 def test_eight_workers_open_a_new_database_at_once(tmp_path: Path) -> None:

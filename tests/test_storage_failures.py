@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
-from tmas.checkpoint import BUSY_TIMEOUT_ENV
 from tmas.config import TMASConfig
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
-from tmas.runner import RunManager
 from tmas.storage import open_storage
+from tmas.storage.sqlite import BUSY_TIMEOUT_ENV
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 SMALL = ("--model", "scripted", "-n", "2", "-m", "1", "-t", "2", "--quiet")

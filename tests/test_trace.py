@@ -14,20 +14,20 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.history import iteration_records
+from tmas.lifecycle.history import iteration_records
+from tmas.lifecycle.manager import RunManager, saved_state
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.roles import Role
-from tmas.runner import RunManager, saved_state
 from tmas.seeding import derive_seed
 from tmas.storage import open_storage
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
-from tmas.trace import RunTrace, collect_trace, render_page
+from tmas.views.trace import RunTrace, collect_trace, render_page
 
 PROBLEM = "What is 9 + 9?"
 INJECTED = "<script>alert(1)</script>"

@@ -249,8 +249,8 @@ class RunState(TypedDict, total=False):
     the rollouts of iteration t-1 that exploitation repairs. ``history`` keeps the records of
     the last ``history_window`` iterations and ``vote_totals`` the vote over all of them, so
     the state stays the same size however long a run is; every record stays in the
-    checkpoints (:func:`tmas.history.iteration_records`). ``call_failures`` keeps the newest
-    model calls that failed for good, and ``usage`` counts them per role.
+    checkpoints (:func:`tmas.lifecycle.history.iteration_records`). ``call_failures`` keeps the
+    newest model calls that failed for good, and ``usage`` counts them per role.
     """
 
     problem: str

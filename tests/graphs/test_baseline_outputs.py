@@ -17,8 +17,8 @@ from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.llm.router import ModelRouter
-from tmas.nodes.iteration import StartIteration
-from tmas.nodes.solver import solver_tasks
+from tmas.nodes.agents.solver import solver_tasks
+from tmas.nodes.control.iteration import StartIteration
 from tmas.roles import Role
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel

@@ -20,12 +20,12 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from tmas.cli import app
-from tmas.cli_graph import TEXT_FORMATS
+from tmas.cli.graph import TEXT_FORMATS
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled
-from tmas.graphs.diagram_ascii import spec_to_ascii
-from tmas.graphs.diagram_common import layers, spec_arcs
-from tmas.graphs.diagram_dot import spec_to_dot
-from tmas.graphs.diagram_png import ENGINE_ENV, DiagramError, spec_to_png
+from tmas.views.diagram_ascii import spec_to_ascii
+from tmas.views.diagram_dot import spec_to_dot
+from tmas.views.diagram_layout import layers, spec_arcs
+from tmas.views.diagram_png import ENGINE_ENV, DiagramError, spec_to_png
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 EXTENSIONS = {"mermaid": "mmd", "dot": "dot", "ascii": "txt"}

@@ -5,15 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.diagram import spec_to_mermaid, topology_docs
-from tmas.graphs.diagram_ascii import spec_to_ascii
+from tmas.views.diagram import spec_to_mermaid, topology_docs
+from tmas.views.diagram_ascii import spec_to_ascii
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
 
 
 def test_docs_page_is_in_step_with_the_bundled_specs() -> None:
     assert DOCS.read_text(encoding="utf-8") == topology_docs(), (
-        "regenerate with: python -m tmas.graphs.diagram > docs/topologies.md"
+        "regenerate with: python -m tmas.views.diagram > docs/topologies.md"
     )
 
 

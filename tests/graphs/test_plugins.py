@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import registry
@@ -22,7 +21,8 @@ from tmas.graphs.registry import NODE_TYPES, ensure_builtins, load_plugin
 from tmas.graphs.spec import SpecError, load_spec_file, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
-from tmas.runs import RunRegistry
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.scripted import ScriptedReplies

@@ -8,9 +8,9 @@ import yaml
 from spec_helpers import edge, node, one_line, spec_of
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
-from tmas.runs import RunRegistry
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import connect
 
 # ---- through the command line: a non-zero exit, the problem named, no run created ----------
 

@@ -14,13 +14,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from tmas.checkpoint import connect
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir
 from tmas.graphs.spec import load_spec_file
 from tmas.graphs.validate import validate_spec
-from tmas.runner import saved_state
-from tmas.runs import RunRegistry
+from tmas.lifecycle.manager import saved_state
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 PROBLEM = "What is 9 + 9?"

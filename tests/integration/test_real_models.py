@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tmas.checkpoint import connect, open_checkpointer
 from tmas.config import TMASConfig
 from tmas.graphs import build_tmas_graph
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.model_files import smollm2_path
+from tmas.storage.sqlite import connect, open_checkpointer
 
 PROBLEM = "Tom has 3 apples and buys 4 more. How many apples does he have now?"
 TINY = TMASConfig(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tmas.checkpoint import connect, open_checkpointer, open_store
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.graphs.compiler import compile_spec, spec_uses_store
 from tmas.graphs.registry import LLM_NODE_TYPES
 from tmas.llm.backend import BackendSpec, make_router
+from tmas.storage.sqlite import connect, open_checkpointer, open_store
 
 pytestmark = pytest.mark.slow
 

@@ -9,8 +9,8 @@ from typing import Any
 from rich.table import Table
 
 from tmas.eval.data import DataError
-from tmas.eval.report import role_counts
-from tmas.eval.runner import SUMMARY
+from tmas.eval.evaluation import SUMMARY
+from tmas.eval.results import role_counts
 
 
 def load_summary(folder: Path) -> dict[str, Any]:

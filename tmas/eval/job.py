@@ -14,14 +14,14 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.eval.data import Problem
 from tmas.eval.identity import identity_changes, run_identity
-from tmas.eval.report import result_row
+from tmas.eval.results import result_row
 from tmas.graphs.spec import GraphSpec
+from tmas.lifecycle.manager import RunManager, saved_state
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter
-from tmas.runner import RunManager, saved_state
-from tmas.runs import RunRecord
 from tmas.storage import StorageError, open_storage
+from tmas.storage.run_registry import RunRecord
 
 
 def eval_run_id(out_dir: Path, problem_id: str) -> str:

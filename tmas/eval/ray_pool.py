@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from tmas.eval.job import ProblemJob, solve_problem
-from tmas.eval.report import result_row
+from tmas.eval.results import result_row
 from tmas.llm.backend import require_module
 
 LOCAL = "local"

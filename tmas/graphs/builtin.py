@@ -6,16 +6,16 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.graphs.registry import NodeContext, register_node, register_stop, register_tasks
-from tmas.nodes.bank_update import UpdateBanks
-from tmas.nodes.delm import DELM_WORKER_STEPS, DelmAnswer, DelmSeed, DelmWorker
-from tmas.nodes.experience import ExtractExperience
-from tmas.nodes.guideline import ExtractGuideline
-from tmas.nodes.iteration import StartIteration
-from tmas.nodes.reflection import reflection_tasks
-from tmas.nodes.selection import RecordIteration
-from tmas.nodes.solver import Solve, solver_tasks
-from tmas.nodes.summarizer import ReportsAsSummary, Summarize, summary_tasks
-from tmas.nodes.verifier import Verify, verification_tasks
+from tmas.nodes.agents.delm import DELM_WORKER_STEPS, DelmAnswer, DelmSeed, DelmWorker
+from tmas.nodes.agents.experience import ExtractExperience
+from tmas.nodes.agents.guideline import ExtractGuideline
+from tmas.nodes.agents.reflection import reflection_tasks
+from tmas.nodes.agents.solver import Solve, solver_tasks
+from tmas.nodes.agents.summarizer import ReportsAsSummary, Summarize, summary_tasks
+from tmas.nodes.agents.verifier import Verify, verification_tasks
+from tmas.nodes.control.bank_update import UpdateBanks
+from tmas.nodes.control.iteration import StartIteration
+from tmas.nodes.control.record import RecordIteration
 
 
 @register_node("start_iteration")

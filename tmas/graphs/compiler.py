@@ -21,8 +21,8 @@ from tmas.graphs.registry import (
 )
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
+from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy
 from tmas.llm.router import ModelRouter
-from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
 from tmas.nodes.prompts import PromptSet
 from tmas.state import RunState
 

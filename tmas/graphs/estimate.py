@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from tmas.config import TMASConfig
 from tmas.graphs.registry import LLM_CALL_BOUNDS, LLM_NODE_TYPES, TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import GraphSpec, NodeSpec
-from tmas.nodes.iteration import round_size
+from tmas.nodes.control.iteration import round_size
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
+from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
 from tmas.nodes.prompts import PromptSet
-from tmas.nodes.selection_rules import SELECTION_RULES, register_selection
 from tmas.registries import register_in
 
 __all__ = [

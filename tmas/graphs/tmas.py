@@ -12,17 +12,17 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Send
 
 from tmas.config import TMASConfig
+from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy
 from tmas.llm.router import ModelRouter
-from tmas.nodes.bank_update import UpdateBanks
-from tmas.nodes.experience import ExtractExperience
-from tmas.nodes.failures import RequireCandidate, record_failures, retry_policy
-from tmas.nodes.guideline import ExtractGuideline
-from tmas.nodes.iteration import StartIteration
-from tmas.nodes.reflection import reflection_tasks
-from tmas.nodes.selection import RecordIteration
-from tmas.nodes.solver import Solve, solver_tasks
-from tmas.nodes.summarizer import Summarize, summary_tasks
-from tmas.nodes.verifier import Verify, verification_tasks
+from tmas.nodes.agents.experience import ExtractExperience
+from tmas.nodes.agents.guideline import ExtractGuideline
+from tmas.nodes.agents.reflection import reflection_tasks
+from tmas.nodes.agents.solver import Solve, solver_tasks
+from tmas.nodes.agents.summarizer import Summarize, summary_tasks
+from tmas.nodes.agents.verifier import Verify, verification_tasks
+from tmas.nodes.control.bank_update import UpdateBanks
+from tmas.nodes.control.iteration import StartIteration
+from tmas.nodes.control.record import RecordIteration
 from tmas.roles import Role
 from tmas.state import RunState
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmas.answers.parsing import Parsed
 from tmas.config import TMASConfig
 from tmas.llm.router import Completion, ModelRouter
 from tmas.nodes.prompts import PromptSet
-from tmas.parsing import Parsed
 from tmas.roles import Role
 from tmas.state import Candidate, ParseIssue, RunState, failed
 

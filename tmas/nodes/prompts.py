@@ -1,7 +1,7 @@
 """Prompt templates as data: one ``str.format`` template file per prompt, overridable per run.
 
 Each prompt has a key ``group/name``; the built-in ones are the files
-``tmas/nodes/templates/<group>/<name>.txt`` (the solver's user prompt is named after the plan
+``tmas/nodes/agents/templates/<group>/<name>.txt`` (the solver's user prompt is named after the plan
 mode: ``solver/initial``, ``solver/exploit``, ...). A plugin ships templates for its own roles
 with :func:`register_prompts`; a spec's ``prompts:`` block or ``--prompts FILE`` overrides any
 of them for one run (the overrides are saved with the run)::
@@ -23,7 +23,7 @@ _REGISTERED: dict[str, str] = {}
 
 
 def _builtin_dir() -> Path:
-    return Path(str(resources.files("tmas.nodes") / "templates"))
+    return Path(str(resources.files("tmas.nodes.agents") / "templates"))
 
 
 def _read(path: Path) -> str:

@@ -15,7 +15,8 @@ from urllib.parse import urlsplit, urlunsplit
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from tmas.checkpoint import (
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sqlite import (
     StorageError,
     check_writable,
     connect,
@@ -23,7 +24,6 @@ from tmas.checkpoint import (
     open_checkpointer,
     open_store,
 )
-from tmas.runs import RunRegistry
 
 DATABASE_SCHEMES = ("postgresql", "postgres")
 
@@ -75,7 +75,7 @@ class Storage:
 
 
 def sqlite_storage(conn: sqlite3.Connection, location: str = "") -> Storage:
-    """Storage on an open SQLite connection (see :func:`tmas.checkpoint.connect`)."""
+    """Storage on an open SQLite connection (see :func:`tmas.storage.sqlite.connect`)."""
     return Storage(
         location=location,
         checkpointer=open_checkpointer(conn),

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tmas.checkpoint import StorageError, strict_serializer
-from tmas.runs import RunRegistry
-from tmas.sql import PostgresSql
 from tmas.storage import Storage, redact
+from tmas.storage.run_registry import RunRegistry
+from tmas.storage.sql import PostgresSql
+from tmas.storage.sqlite import StorageError, strict_serializer
 
 _SETUP_LOCK = zlib.crc32(b"tmas-storage-setup")
 CONNECT_TIMEOUT_S = 10

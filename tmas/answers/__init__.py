@@ -1,0 +1,1 @@
+"""Reading model output (answers, verdicts, lists) and grading answers against gold ones."""

@@ -1,0 +1,143 @@
+"""What the command-line modules share: consoles, common options, failing with a message,
+opening the run database."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from tmas.cli.endpoints import checked_router
+from tmas.graphs.spec import SpecError
+from tmas.lifecycle.manager import RunManager
+from tmas.storage import is_database_url, open_storage
+from tmas.storage.sqlite import StorageError, default_db_path, describe_database_error
+from tmas.terminal import plain
+
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar="TMAS_DB",
+        help="run database: SQLite path or postgresql:// URL ($TMAS_HOME/runs.sqlite)",
+    ),
+]
+ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
+StreamOption = Annotated[
+    bool, typer.Option("--stream", help="print each candidate, verdict and bank item live")
+]
+ReviewOption = Annotated[
+    bool, typer.Option("--review", help="pause after each iteration to inspect or edit banks")
+]
+
+# Options shared by the commands that run topologies (solve, eval).
+GraphOption = Annotated[str, typer.Option(help="bundled topology name or spec file")]
+PluginOption = Annotated[
+    list[str],
+    typer.Option(help="a module name or a .py file that registers node types, roles, prompts"),
+]
+PromptsOption = Annotated[
+    list[Path],
+    typer.Option(
+        "--prompts",
+        help="a YAML/JSON file of prompt templates (group/name: text) overriding the "
+        "topology's (repeatable; saved with the run)",
+    ),
+]
+CandidatesOption = Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")]
+VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")]
+IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
+MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
+BackendOption = Annotated[str, typer.Option(help="llamacpp | openai | vllm")]
+ModelOption = Annotated[
+    str | None, typer.Option(help="GGUF path, qwen or smollm2; or a served model name")
+]
+BaseUrlOption = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")]
+RoleModelOption = Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")]
+RoleBaseUrlOption = Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")]
+NCtxOption = Annotated[int, typer.Option(help="context window of the embedded model")]
+ThreadsOption = Annotated[int | None, typer.Option(help="CPU threads of the embedded model")]
+SetOption = Annotated[
+    list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
+]
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print an error (each line made safe for the terminal) and exit non-zero."""
+    text = "\n".join(plain(line) for line in message.splitlines())
+    err.print(f"[red]error:[/] {escape(text)}", soft_wrap=True, highlight=False)
+    raise typer.Exit(code)
+
+
+def error_line(exc: BaseException) -> str:
+    """An error as one line; an invalid topology lists its problems separated by ``;``.
+
+    Example:
+        >>> error_line(SpecError(["node a: unknown type 'x'", "edge a -> b:\\n dangling"], "t"))
+        "invalid topology t: node a: unknown type 'x'; edge a -> b: dangling"
+    """
+    if isinstance(exc, SpecError):
+        head = str(exc).split("\n", 1)[0]
+        return f"{head} " + "; ".join(" ".join(problem.split()) for problem in exc.problems)
+    return " ".join(str(exc).split())
+
+
+@contextmanager
+def open_manager(
+    db: str | None,
+    *,
+    create: bool = True,
+    for_writing: bool = False,
+    router_factory: Any = checked_router,
+) -> Iterator[RunManager]:
+    """The run manager on ``db`` for the body of a command, closed when the body ends.
+
+    Commands that only read refuse a SQLite file that is missing, commands that start runs
+    (``for_writing``) refuse one another process keeps locked. A database that fails inside
+    the body (damaged pages, a lock held too long, a refused checkpoint) is an error message
+    and a non-zero exit. Models come from ``router_factory`` (by default only once their
+    servers answer).
+
+    Example:
+        >>> import tempfile, os
+        >>> with open_manager(os.path.join(tempfile.mkdtemp(), "runs.sqlite")) as manager:
+        ...     manager.registry.all()
+        []
+    """
+    target = db if is_database_url(db) else Path(db or default_db_path())
+    if not create and isinstance(target, Path) and not target.exists():
+        fail(f"no run database at {target}")
+    try:
+        storage = open_storage(target, for_writing=for_writing)
+    except StorageError as exc:
+        fail(str(exc))
+        raise  # unreachable
+    try:
+        yield RunManager(storage, router_factory=router_factory)
+    except sqlite3.DatabaseError as exc:
+        fail(describe_database_error(exc, storage.location), 1)
+    except StorageError as exc:
+        fail(str(exc), 1)
+    finally:
+        storage.close()
+
+
+def check_database(db: str | None) -> None:
+    """Fail unless the run database at ``db`` can be opened for new runs.
+
+    Example:
+        >>> import tempfile, os
+        >>> check_database(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
+    """
+    with open_manager(db, for_writing=True):
+        pass

@@ -1,0 +1,155 @@
+"""``tmas eval``: a topology over a data set, one saved run per problem, resumable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tmas.cli.common import (
+    BackendOption,
+    BaseUrlOption,
+    CandidatesOption,
+    ConcurrencyOption,
+    DbOption,
+    GraphOption,
+    IterationsOption,
+    MaxTokensOption,
+    ModelOption,
+    NCtxOption,
+    PluginOption,
+    PromptsOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    SetOption,
+    ThreadsOption,
+    VerificationsOption,
+    check_database,
+    err,
+    error_line,
+    fail,
+    out,
+)
+from tmas.cli.endpoints import checked_router
+from tmas.cli.inputs import run_options, setup_run
+from tmas.cli.outcome import DEGRADED_EXIT
+from tmas.eval.data import load_problems
+from tmas.eval.evaluation import Evaluation, EvaluationStopped
+from tmas.eval.results import role_counts, summary_table
+from tmas.llm.model_files import ModelFileError
+from tmas.storage.sqlite import StorageError, default_db_path
+from tmas.terminal import plain
+
+
+class ProblemProgress:
+    """One line per finished problem with the running accuracy and tokens."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.quiet = total, quiet
+        self.done = self.correct = self.tokens = 0
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        self.correct += int(row["correct"])
+        self.tokens += row["tokens_in"] + row["tokens_out"]
+        if not self.quiet:
+            answer = row["selected_answer"]
+            shown = repr(answer if answer is None else plain(answer, 40))
+            err.print(
+                f"[{self.done}/{self.total}] {plain(row['id'], 60)}: {row['status']}, answer "
+                f"{shown} ({'right' if row['correct'] else 'wrong'}) | "
+                f"accuracy {self.correct / self.done:.1%} | tokens {self.tokens:,}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+def evaluate(
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for results.jsonl, summary.json")],
+    data: Annotated[str, typer.Option(help="JSONL/CSV/parquet file, or gsm8k / math500")] = "gsm8k",
+    limit: Annotated[int | None, typer.Option(min=1, help="first K problems only")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
+    graph: GraphOption = "tmas",
+    plugin: PluginOption = [],  # noqa: B006
+    prompts: PromptsOption = [],  # noqa: B006
+    n: CandidatesOption = None,
+    m: VerificationsOption = None,
+    iterations: IterationsOption = None,
+    epsilon: float | None = None,
+    seed: int | None = None,
+    max_tokens: MaxTokensOption = None,
+    temperature: float | None = None,
+    backend: BackendOption = "llamacpp",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: NCtxOption = 4096,
+    threads: ThreadsOption = None,
+    max_concurrency: ConcurrencyOption = 16,
+    set_values: SetOption = [],  # noqa: B006
+    db: DbOption = None,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="ADDRESS",
+            help="run problems as Ray tasks on this cluster (host:port, auto; local starts one)",
+        ),
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
+) -> None:
+    """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
+    try:
+        problems = load_problems(data, limit)
+        topology, config, spec = setup_run(
+            graph,
+            plugin,
+            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
+            set_values,
+            role_model,
+            role_base_url,
+            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            prompts,
+        )
+        router = None if ray else checked_router(spec, config)  # Ray workers build their own
+    except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
+        fail(error_line(exc))
+        return
+    check_database(db)
+    progress = ProblemProgress(len(problems), quiet)
+    evaluation = Evaluation(
+        problems=problems,
+        spec=topology,
+        config=config,
+        backend=spec,
+        router=router,
+        db=db or default_db_path(),
+        out_dir=out_dir,
+        plugins=plugin,
+        concurrency=concurrency,
+        max_concurrency=max_concurrency,
+        ray_address=ray,
+        on_row=progress,
+    )
+    try:
+        summary = evaluation.run()
+    except (StorageError, ValueError) as exc:  # database, other settings, or the Ray cluster
+        fail(str(exc))
+        return
+    except EvaluationStopped as exc:  # a key, a model name or a context size to fix
+        fail(str(exc), 1)
+        return
+    out.print(summary_table(summary, f"{topology.name} on {data} ({spec.describe()})"))
+    out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
+    if summary["failed"]:
+        fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)
+    if summary["degraded"]:
+        lost = role_counts(summary["failed_calls_by_role"])
+        fail(
+            f"{summary['degraded']} problem(s) finished degraded (a role lost every call; "
+            f"failed calls {lost}); the results table counts them",
+            DEGRADED_EXIT,
+        )

@@ -1,0 +1,240 @@
+"""Turning command-line input into a problem, a config, a backend and a topology."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tmas.config import (
+    ConfigError,
+    RoleModel,
+    TMASConfig,
+    describe_validation_error,
+    load_config,
+    merged_config,
+)
+from tmas.graphs.bundled import resolve_spec
+from tmas.graphs.registry import load_plugin
+from tmas.graphs.spec import GraphSpec, load_prompt_file
+from tmas.graphs.validate import validate_spec
+from tmas.llm.backend import BackendSpec
+from tmas.nodes.control.selection_rules import selection_rule
+
+MAX_PROBLEM_CHARS = 100_000
+
+
+def _stdin_text() -> str:
+    """Standard input decoded as UTF-8 (strictly: a file in another encoding is refused)."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"the problem on standard input is not UTF-8 text: {exc}") from None
+
+
+def read_problem(problem: str) -> str:
+    """The problem text (``-`` reads stdin); empty, oversized or non-UTF-8 problems are refused.
+
+    Example:
+        >>> read_problem("  What is 9 + 9?\\n")
+        'What is 9 + 9?'
+        >>> read_problem("x" * (MAX_PROBLEM_CHARS + 1))
+        Traceback (most recent call last):
+        ...
+        tmas.config.ConfigError: the problem is 100,001 characters; the limit is 100,000
+    """
+    text = _stdin_text() if problem == "-" else problem
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes of a command-line argument
+        raise ConfigError("the problem is not UTF-8 text") from None
+    if not text.strip():
+        raise ConfigError("the problem is empty")
+    if len(text) > MAX_PROBLEM_CHARS:
+        raise ConfigError(
+            f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
+        )
+    return text.strip()
+
+
+def read_documents(paths: list[Path]) -> list[str]:
+    """The texts of ``--doc`` files (UTF-8); unreadable files are refused with their name."""
+    documents = []
+    for path in paths:
+        try:
+            documents.append(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read document {path}: {exc}") from None
+    return documents
+
+
+def parse_pairs(items: list[str], what: str = "KEY=VALUE") -> list[tuple[str, str]]:
+    """``KEY=VALUE`` strings as pairs.
+
+    Example:
+        >>> parse_pairs(["epsilon=0.5", "roles={}"])
+        [('epsilon', '0.5'), ('roles', '{}')]
+    """
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise ConfigError(f"expected {what}, got {item!r}")
+        pairs.append((key.strip(), value.strip()))
+    return pairs
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: JSON when it parses (numbers, booleans, objects), else the string.
+
+    Example:
+        >>> parse_value("0.5"), parse_value('{"verifier": {"max_tokens": 64}}'), parse_value("all")
+        (0.5, {'verifier': {'max_tokens': 64}}, 'all')
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def role_settings(role_models: list[str], role_base_urls: list[str]) -> dict[str, RoleModel]:
+    """Per-role model overrides from ``ROLE=MODEL`` and ``ROLE=URL`` options."""
+    roles: dict[str, dict[str, str]] = {}
+    for role, model in parse_pairs(role_models, "ROLE=MODEL"):
+        roles.setdefault(role, {})["model"] = model
+    for role, url in parse_pairs(role_base_urls, "ROLE=URL"):
+        roles.setdefault(role, {})["base_url"] = url
+    try:
+        return {role: RoleModel(**values) for role, values in roles.items()}
+    except ValidationError as exc:
+        raise ConfigError(f"invalid role setting: {describe_validation_error(exc)}") from None
+
+
+def load_topology(
+    graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()
+) -> GraphSpec:
+    """Import the plugins, then load the topology (bundled name or file), apply the prompt
+    files' overrides in turn and validate it."""
+    for module in plugins:
+        load_plugin(module)
+    spec = resolve_spec(graph)
+    for path in prompt_files:
+        spec = spec.with_prompts(load_prompt_file(path))
+    return validate_spec(spec, graph)
+
+
+def build_config(
+    topology: GraphSpec,
+    given: dict[str, Any],
+    settings: list[str],
+    roles: dict[str, RoleModel],
+) -> TMASConfig:
+    """Config from, in rising priority: defaults, the topology's config, options, ``--set``.
+
+    Round widths given here set the number of iterations unless ``-t`` is given too (the
+    topology's own iteration count gives way).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> build_config(load_bundled("majority_vote"), {}, ["round_widths=[4, 2]"],
+        ...              {}).max_iterations
+        2
+    """
+    chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    if roles:
+        chosen["roles"] = roles
+    chosen.update({key: parse_value(value) for key, value in parse_pairs(settings)})
+    return merged_config(topology.config, chosen)
+
+
+def build_backend(**values: Any) -> BackendSpec:
+    """The backend settings, with the default local model resolved to a name (a base URL
+    makes the backend an OpenAI-compatible one)."""
+    if values.get("base_url") and values.get("kind", "llamacpp") == "llamacpp":
+        values["kind"] = "openai"
+    try:
+        return BackendSpec(**values).resolved()
+    except ValidationError as exc:
+        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+
+
+def run_options(
+    n: int | None,
+    m: int | None,
+    iterations: int | None,
+    epsilon: float | None,
+    seed: int | None,
+    max_tokens: int | None,
+    temperature: float | None,
+) -> dict[str, Any]:
+    """The config fields the common command-line options set (None: not given)."""
+    return {
+        "n_candidates": n,
+        "n_verifications": m,
+        "max_iterations": iterations,
+        "epsilon": epsilon,
+        "seed": seed,
+        "solver_max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+
+
+def setup_run(
+    graph: str,
+    plugins: list[str],
+    given: dict[str, Any],
+    settings: list[str],
+    role_models: list[str],
+    role_base_urls: list[str],
+    backend: dict[str, Any],
+    prompt_files: Sequence[Path] = (),
+) -> tuple[GraphSpec, TMASConfig, BackendSpec]:
+    """Topology, config and backend from command-line values (raises on any bad one)."""
+    topology = load_topology(graph, plugins, prompt_files)
+    config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
+    config.check_roles()
+    if config.selection is not None:
+        selection_rule(config.selection)  # an unknown rule is refused before anything runs
+    return topology, config, build_backend(**backend)
+
+
+def revised_settings(
+    config: dict[str, Any],
+    backend: dict[str, Any],
+    *,
+    model: str | None = None,
+    base_url: str | None = None,
+    n_ctx: int | None = None,
+    role_models: list[str] | None = None,
+    role_base_urls: list[str] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A saved run's config and backend with corrected model settings (what a resume may fix
+    after an unknown model, a moved server or a context too small); raises ConfigError for a
+    bad value, leaving the saved settings alone.
+
+    Example:
+        >>> config, backend = revised_settings(
+        ...     TMASConfig().model_dump(mode="json"),
+        ...     {"kind": "openai", "model": "m", "base_url": "http://h/v1"},
+        ...     role_models=["verifier=judge"])
+        >>> config["roles"]["verifier"]["model"], backend["model"]
+        ('judge', 'm')
+    """
+    backend_values = dict(backend)
+    for key, value in (("model", model), ("base_url", base_url), ("n_ctx", n_ctx)):
+        if value is not None:
+            backend_values[key] = value
+    new_backend = build_backend(**backend_values)
+    roles = {role: dict(values) for role, values in (config.get("roles") or {}).items()}
+    for role, settings in role_settings(role_models or [], role_base_urls or []).items():
+        given = settings.model_dump(exclude_none=True)
+        roles[role] = {**roles.get(role, {}), **given}
+    new_config = load_config(**{**config, "roles": roles})
+    return new_config.model_dump(mode="json"), new_backend.model_dump(mode="json")

@@ -1,0 +1,88 @@
+"""``tmas resume``: continue a saved run from its last checkpoint."""
+
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from tmas.cli.common import (
+    ConcurrencyOption,
+    DbOption,
+    JsonOption,
+    ReviewOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    StreamOption,
+    error_line,
+    fail,
+    open_manager,
+)
+from tmas.cli.endpoints import checked_router
+from tmas.cli.inputs import (
+    revised_settings,
+)
+from tmas.cli.outcome import drive, finish, live_options
+from tmas.config import TMASConfig
+from tmas.llm.model_files import ModelFileError
+from tmas.storage.run_registry import UnknownRunError
+
+
+def resume(
+    run_id: str,
+    db: DbOption = None,
+    max_concurrency: ConcurrencyOption = 16,
+    quiet: bool = False,
+    stream: StreamOption = False,
+    review: ReviewOption = False,
+    as_json: JsonOption = False,
+    model: Annotated[
+        str | None, typer.Option(help="continue with this main model instead (a corrected name)")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="continue against this endpoint instead (a moved server)")
+    ] = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: Annotated[
+        int | None, typer.Option(help="continue with this context window (embedded model)")
+    ] = None,
+) -> None:
+    """Continue an interrupted or paused run from its last checkpoint, repeating no finished
+    call; model options correct what stopped it (an unknown model, a moved server, a context
+    too small) and are saved with the run."""
+    with open_manager(db, create=False) as manager:
+        try:
+            record = manager.registry.get(run_id)
+        except UnknownRunError as exc:
+            fail(str(exc))
+            return
+        settings = None
+        if model or base_url or role_model or role_base_url or n_ctx:
+            try:
+                settings = revised_settings(
+                    record.config,
+                    record.backend,
+                    model=model,
+                    base_url=base_url,
+                    n_ctx=n_ctx,
+                    role_models=role_model,
+                    role_base_urls=role_base_url,
+                )
+                checked_router(settings[1], TMASConfig(**settings[0]))
+            except (ValueError, ModelFileError) as exc:
+                fail(error_line(exc))
+                return
+        outcome = drive(
+            lambda: manager.resume(
+                run_id,
+                show_progress=not quiet,
+                max_concurrency=max_concurrency,
+                settings=settings,
+                **live_options(stream, review),
+            ),
+            run_id,
+            manager,
+        )
+        finish(outcome, as_json)

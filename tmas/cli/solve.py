@@ -1,0 +1,121 @@
+"""``tmas solve``: run a topology on one problem and print the answer."""
+
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tmas.cli.common import (
+    BackendOption,
+    BaseUrlOption,
+    CandidatesOption,
+    ConcurrencyOption,
+    DbOption,
+    GraphOption,
+    IterationsOption,
+    JsonOption,
+    MaxTokensOption,
+    ModelOption,
+    NCtxOption,
+    PluginOption,
+    PromptsOption,
+    ReviewOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    SetOption,
+    StreamOption,
+    ThreadsOption,
+    VerificationsOption,
+    err,
+    error_line,
+    fail,
+    open_manager,
+)
+from tmas.cli.endpoints import checked_router
+from tmas.cli.inputs import (
+    read_documents,
+    read_problem,
+    run_options,
+    setup_run,
+)
+from tmas.cli.outcome import drive, finish, live_options
+from tmas.llm.model_files import ModelFileError
+from tmas.storage.run_registry import new_run_id
+
+
+def solve(
+    problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
+    gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
+    graph: GraphOption = "tmas",
+    plugin: PluginOption = [],  # noqa: B006
+    prompts: PromptsOption = [],  # noqa: B006
+    doc: Annotated[
+        list[Path], typer.Option(help="a document for the question (repeatable; delm)")
+    ] = [],  # noqa: B006
+    n: CandidatesOption = None,
+    m: VerificationsOption = None,
+    iterations: IterationsOption = None,
+    epsilon: float | None = None,
+    seed: int | None = None,
+    max_tokens: MaxTokensOption = None,
+    temperature: float | None = None,
+    backend: BackendOption = "llamacpp",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: NCtxOption = 4096,
+    threads: ThreadsOption = None,
+    max_concurrency: ConcurrencyOption = 16,
+    set_values: SetOption = [],  # noqa: B006
+    run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
+    db: DbOption = None,
+    quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
+    stream: StreamOption = False,
+    review: ReviewOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a reasoning topology (TMAS by default) on one problem and print the answer."""
+    try:
+        text = read_problem(problem)
+        documents = read_documents(doc)
+        topology, config, spec = setup_run(
+            graph,
+            plugin,
+            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
+            set_values,
+            role_model,
+            role_base_url,
+            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            prompts,
+        )
+        router = checked_router(spec, config)
+    except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
+        fail(error_line(exc))
+        return
+    run_id = run_id or new_run_id()
+    with open_manager(db, for_writing=True, router_factory=lambda *_: router) as manager:
+        if manager.registry.exists(run_id):
+            fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
+        err.print(f"run {run_id} ({topology.name}, {spec.describe()})", markup=False)
+        outcome = drive(
+            lambda: manager.start(
+                run_id,
+                problem=text,
+                gold_answer=gold,
+                config=config,
+                backend=spec,
+                spec=topology,
+                plugins=plugin,
+                documents=documents,
+                show_progress=not quiet,
+                max_concurrency=max_concurrency,
+                **live_options(stream, review),
+            ),
+            run_id,
+            manager,
+        )
+        finish(outcome, as_json)

@@ -1,0 +1,207 @@
+"""Running a topology over many problems: one saved run per problem, resumable as a whole.
+
+Each problem is its own run (thread) in the run database, with an id derived from the output
+folder and the problem id, so the same command run again skips finished problems and resumes
+unfinished ones from their checkpoints. Problems run concurrently: in threads of this process
+sharing one set of models, or as Ray tasks on a cluster (``ray_address``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tmas.config import TMASConfig
+from tmas.eval.data import Problem
+from tmas.eval.identity import (
+    EvaluationMismatch,
+    check_identity,
+    evaluation_identity,
+    read_identity,
+    write_identity,
+)
+from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
+from tmas.eval.results import ANSWERED, summarize
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.registry import load_plugin
+from tmas.graphs.spec import GraphSpec
+from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.router import ModelRouter
+from tmas.storage import is_database_url, open_storage
+
+RESULTS = "results.jsonl"
+SUMMARY = "summary.json"
+
+
+class EvaluationStopped(RuntimeError):
+    """A problem failed for a reason no retry can fix (a rejected key, an unknown model, a
+    prompt that cannot fit): the evaluation started no further problem."""
+
+
+@dataclass
+class Evaluation:
+    """One evaluation: what runs, on what, where results go.
+
+    ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of several machines
+    it must be a URL every node can reach.
+    """
+
+    problems: list[Problem]
+    spec: GraphSpec
+    config: TMASConfig
+    backend: BackendSpec
+    router: ModelRouter | None
+    db: str | Path
+    out_dir: Path
+    plugins: list[str] = field(default_factory=list)
+    concurrency: int = 1
+    max_concurrency: int = 16
+    ray_address: str | None = None
+    on_row: Callable[[dict[str, Any]], None] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _previous_rows(self) -> dict[str, dict[str, Any]]:
+        path = self.out_dir / RESULTS
+        if not path.exists():
+            return {}
+        rows = {}
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                row = json.loads(line)
+                rows[row["id"]] = row
+            except (json.JSONDecodeError, KeyError, TypeError):
+                continue  # a line cut short by a kill: the run itself is in the database
+        return rows
+
+    def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
+        db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
+        return [
+            ProblemJob(
+                problem=problem,
+                run_id=eval_run_id(self.out_dir, problem.id),
+                spec=self.spec,
+                config=self.config,
+                backend=self.backend,
+                db=str(db),
+                plugins=tuple(self.plugins),
+                max_concurrency=self.max_concurrency,
+                previous_wall_s=(previous.get(problem.id) or {}).get("wall_s"),
+            )
+            for problem in self.problems
+        ]
+
+    def _rows(self, jobs: list[ProblemJob], stop: threading.Event) -> Iterator[dict[str, Any]]:
+        """Each job's results row as it finishes; once ``stop`` is set no job starts."""
+        if self.ray_address:
+            from tmas.eval.ray_pool import run_on_ray
+
+            yield from run_on_ray(jobs, self.ray_address, self.concurrency, stop.is_set)
+            return
+
+        def solve(job: ProblemJob) -> dict[str, Any] | None:
+            if stop.is_set():
+                return None
+            row = solve_problem(job, self.router)
+            if row.get("fatal"):
+                stop.set()  # before this worker takes its next job
+            return row
+
+        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+            futures = [pool.submit(solve, job) for job in jobs]
+            for future in as_completed(futures):
+                row = future.result()
+                if row is not None:
+                    yield row
+
+    def _prepare_saved_runs(self, jobs: list[ProblemJob], *, correct: bool, check: bool) -> None:
+        """With ``correct``, give the saved runs this evaluation's (corrected) model settings;
+        with ``check``, refuse a folder whose saved runs were made with other settings."""
+        storage = open_storage(self.db)
+        try:
+            for job in jobs:
+                if not storage.registry.exists(job.run_id):
+                    continue
+                if correct:
+                    storage.registry.set_settings(
+                        job.run_id,
+                        job.config.model_dump(mode="json"),
+                        job.backend.model_dump(mode="json"),
+                    )
+                elif check and (reason := settings_mismatch(storage.registry.get(job.run_id), job)):
+                    raise EvaluationMismatch(f"{self.out_dir}: {reason}")
+        finally:
+            storage.close()
+
+    def _check_compiles(self) -> None:
+        """Build the topology once with this evaluation's settings, so an unknown node
+        parameter, planner or selection rule is refused before anything is saved."""
+        for module in self.plugins:
+            load_plugin(module)
+        router = self.router or make_router(self.backend, self.config)
+        compile_spec(self.spec, self.config, router)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`)."""
+        return evaluation_identity(self.spec, self.config, self.backend, self.plugins)
+
+    def _append(self, row: dict[str, Any]) -> None:
+        with self._lock, (self.out_dir / RESULTS).open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        if self.on_row is not None:
+            self.on_row(row)
+
+    def run(self) -> dict[str, Any]:
+        """Solve every problem (skipping finished ones), then write results and summary.
+
+        Refuses (``EvaluationMismatch``) a folder that holds results of other settings, and
+        settings its topology cannot be built with; stops starting problems once one failed
+        for a reason no retry can fix (``EvaluationStopped``), keeping every run resumable.
+        After such a stop, and before any problem finished, a rerun may correct the model
+        settings: the saved runs take them."""
+        identity = self.identity()
+        self._check_compiles()
+        previous = self._previous_rows()
+        answered = any(row.get("status") in ANSWERED for row in previous.values())
+        correcting = check_identity(self.out_dir, identity, answered=answered)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        jobs = self._jobs(previous)
+        open_storage(self.db).close()  # create the schema once, before workers connect
+        legacy = bool(previous) and read_identity(self.out_dir) is None  # saved before identities
+        if correcting or legacy:
+            self._prepare_saved_runs(jobs, correct=correcting, check=legacy)
+        write_identity(self.out_dir, identity)
+        rows: dict[str, dict[str, Any]] = {}
+        stop = threading.Event()
+        for row in self._rows(jobs, stop):
+            rows[row["id"]] = row
+            self._append(row)
+            if row.get("fatal"):
+                stop.set()
+        fatal = [row for row in rows.values() if row.get("fatal")]
+        if fatal:
+            write_identity(self.out_dir, {**identity, "stopped": fatal[0]["error"]})
+            waiting = len(self.problems) - len(rows)
+            raise EvaluationStopped(
+                f"evaluation stopped: {fatal[0]['error']}; fix the cause and rerun the same "
+                "command (corrected --model, --base-url, --role-model, --role-base-url or "
+                "--n-ctx are accepted while no problem has finished) "
+                f"({waiting} problem(s) not started, every saved run resumes)"
+            )
+        ordered = [rows[p.id] for p in self.problems]
+        tmp = self.out_dir / f"{RESULTS}.tmp"
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in ordered), encoding="utf-8")
+        tmp.replace(self.out_dir / RESULTS)
+        summary = {
+            "graph": self.spec.name,
+            "config": self.config.model_dump(mode="json"),
+            "backend": self.backend.describe(),
+            **summarize(ordered),
+            "identity": identity,
+        }
+        (self.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
+        return summary

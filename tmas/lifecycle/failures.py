@@ -1,0 +1,271 @@
+"""Model calls that fail for good are recorded and left out; they never crash a run, unless
+no call can succeed until a setting is fixed.
+
+LLM nodes run under a LangGraph retry policy (``retry_policy``) and inside ``RecordFailures``,
+which lets a transient ``ModelCallError`` propagate (so LangGraph retries it, after any wait the
+server asked for) until the last attempt, and turns a call that failed for good (a
+non-transient error, or a transient one on the last attempt) into a state update: the node's
+own failure record (``on_failure(task, error)``: a failed candidate, a verification without a
+verdict, ...), a ``failed_calls`` count in ``usage`` and a ``call_failures`` entry.
+
+An iteration whose every solver call failed cannot go on: ``RequireCandidate`` stops the run
+there with ``AllSolverCallsFailed``, its checkpoints intact, and ``solver_replay`` says where
+a resumed run picks up to make those calls again.
+
+A failure no retry and no other call can get past (a rejected API key, an unknown model, a
+prompt that cannot fit the context: ``ModelCallError.fatal``) stops the run at once with that
+error, naming the role, the model and the cause; the calls that finished are saved, so the run
+resumes once the cause is fixed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from typing import Any
+
+from langgraph.runtime import get_runtime
+from langgraph.types import Command, RetryPolicy
+
+from tmas.config import TMASConfig
+from tmas.lifecycle.events import emit
+from tmas.llm.errors import ModelCallError, is_transient
+from tmas.state import CallFailure, add_usage, failed
+
+
+def retry_policy(
+    config: TMASConfig, *, max_attempts: int | None = None, initial_interval: float | None = None
+) -> RetryPolicy | None:
+    """The retry policy of an LLM node: transient failures only, with exponential backoff
+    (``None`` when ``config`` allows no retry and no attempts are given).
+
+    Example:
+        >>> policy = retry_policy(TMASConfig(max_retries=2, retry_initial_interval=0.01))
+        >>> policy.max_attempts, policy.initial_interval, policy.backoff_factor
+        (3, 0.01, 2.0)
+        >>> retry_policy(TMASConfig(max_retries=0)) is None
+        True
+    """
+    attempts = config.max_retries + 1 if max_attempts is None else max_attempts
+    if attempts <= 1 and max_attempts is None:
+        return None
+    return RetryPolicy(
+        initial_interval=config.retry_initial_interval
+        if initial_interval is None
+        else initial_interval,
+        backoff_factor=config.retry_backoff_factor,
+        max_interval=config.retry_max_interval,
+        max_attempts=attempts,
+        jitter=config.retry_jitter,
+        retry_on=is_transient,
+    )
+
+
+def attempt_number() -> int | None:
+    """Which attempt of the running task this is (1 first), from LangGraph's execution info;
+    None outside a running graph.
+
+    Example:
+        >>> attempt_number() is None
+        True
+    """
+    try:
+        info = get_runtime().execution_info
+    except RuntimeError:  # not inside a running graph
+        return None
+    return None if info is None else info.node_attempt
+
+
+def task_location(task: Any) -> tuple[int | None, int | None]:
+    """The iteration and candidate (or worker) index a node's input is about, where it says.
+
+    Example:
+        >>> task_location({"plan": {"iteration": 2, "index": 1}})
+        (2, 1)
+        >>> task_location({"iteration": 1, "candidate_index": 3, "check_index": 0})
+        (1, 3)
+    """
+    if not isinstance(task, dict):
+        return None, None
+    plan = task.get("plan") if isinstance(task.get("plan"), dict) else {}
+    iteration = task.get("iteration", plan.get("iteration"))
+    index = task.get("candidate_index", plan.get("index", task.get("copy")))
+    return iteration, index
+
+
+class RecordFailures:
+    """Node wrapper: a model call that failed for good becomes a recorded, left-out result.
+
+    Args:
+        node: the LLM node; its optional ``on_failure(task, error) -> update`` gives the
+            state items that stand for the failed call.
+        name: the node's name in the graph (kept with each failure).
+        max_attempts: attempts of the node's retry policy (1 without one).
+        max_wait_s: the longest wait a server's ``Retry-After`` may impose before a retry.
+
+    Example:
+        >>> def broken(task):
+        ...     raise ModelCallError("guideline call failed: boom", role="guideline")
+        >>> update = RecordFailures(broken, "guideline", 1)({"iteration": 1, "candidate_index": 0})
+        >>> update["usage"]["guideline"]["failed_calls"], update["call_failures"][0]["error"]
+        (1, 'guideline call failed: boom')
+    """
+
+    def __init__(self, node: Any, name: str, max_attempts: int, max_wait_s: float = 30.0) -> None:
+        self.node = node
+        self.name = name
+        self.max_attempts = max_attempts
+        self.max_wait_s = max_wait_s
+
+    def __call__(self, task: Any) -> dict[str, Any]:
+        try:
+            return self.node(task)
+        except ModelCallError as exc:
+            if exc.fatal:
+                emit("call_failed", **self.failure_record(task, exc))
+                raise  # a setting to fix: the run stops here, its checkpoints intact
+            attempt = attempt_number()
+            if exc.transient and attempt is not None and attempt < self.max_attempts:
+                if exc.retry_after_s:
+                    time.sleep(min(exc.retry_after_s, self.max_wait_s))
+                raise
+            return self.failure_update(task, exc)
+
+    def failure_record(self, task: Any, exc: ModelCallError) -> CallFailure:
+        """The ``call_failures`` entry of a call that failed for good."""
+        iteration, index = task_location(task)
+        return {
+            "iteration": iteration,
+            "role": exc.role or "unknown",
+            "node": self.name,
+            "index": index,
+            "error": str(exc)[:500],
+        }
+
+    def failure_update(self, task: Any, exc: ModelCallError) -> dict[str, Any]:
+        """The node's failure items plus the failed call in ``usage`` and ``call_failures``."""
+        record = self.failure_record(task, exc)
+        role = record["role"]
+        on_failure = getattr(self.node, "on_failure", None)
+        update = dict(on_failure(task, str(exc)) if on_failure is not None else {})
+        update["usage"] = add_usage(update.get("usage"), {role: {"failed_calls": 1}})
+        update["call_failures"] = [*update.get("call_failures", []), record]
+        emit("call_failed", **record)
+        return update
+
+
+def record_failures(
+    node: Any, name: str, policy: RetryPolicy | None, config: TMASConfig
+) -> RecordFailures:
+    """``node`` wrapped in ``RecordFailures`` for the attempts of its retry ``policy``.
+
+    Example:
+        >>> record_failures(print, "solve", retry_policy(TMASConfig(max_retries=2)),
+        ...                 TMASConfig()).max_attempts
+        3
+    """
+    attempts = policy.max_attempts if policy is not None else 1
+    return RecordFailures(node, name, attempts, config.retry_max_interval)
+
+
+class AllSolverCallsFailed(RuntimeError):
+    """Every solver call of an iteration failed: the run stops (resume makes them again)."""
+
+
+def all_failed(candidates: list[dict[str, Any]] | None) -> bool:
+    """Whether there are candidates and every one of them records a failed solver call.
+
+    Example:
+        >>> all_failed([{"error": "HTTP 500"}]), all_failed([]), all_failed([{"answer": "3"}])
+        (True, False, False)
+    """
+    return bool(candidates) and all(failed(c) for c in candidates or [])
+
+
+def check_candidates(state: dict[str, Any]) -> None:
+    """Raise ``AllSolverCallsFailed`` when the iteration has candidates and all of them failed.
+
+    Example:
+        >>> check_candidates({"iteration": 1, "candidates": [{"index": 0, "answer": "3"}]})
+        >>> check_candidates({"iteration": 2, "candidates": [{"index": 0, "error": "timeout"}]})
+        Traceback (most recent call last):
+        ...
+        tmas.lifecycle.failures.AllSolverCallsFailed: every solver call of iteration 2 failed (1 ...
+    """
+    candidates = sorted(state.get("candidates") or [], key=lambda c: c.get("index", 0))
+    if all_failed(candidates):
+        raise AllSolverCallsFailed(
+            f"every solver call of iteration {state.get('iteration')} failed "
+            f"({len(candidates)} calls); last error: {candidates[-1]['error']}"
+        )
+
+
+class RequireCandidate:
+    """Node wrapper for the node after the solvers: stops the run when no candidate survived.
+
+    Example:
+        >>> guarded = RequireCandidate(lambda state: {"seen": True})
+        >>> guarded({"candidates": [{"index": 0, "answer": "3"}]})
+        {'seen': True}
+    """
+
+    def __init__(self, node: Any) -> None:
+        self.node = node
+
+    def __call__(self, state: dict[str, Any]) -> Any:
+        check_candidates(state)
+        return self.node(state)
+
+
+def _carried(failed_values: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
+    """The failure records that ``failed_values`` holds beyond ``before``."""
+    usage: dict[str, Any] = {}
+    earlier_usage = before.get("usage") or {}
+    for role, counts in (failed_values.get("usage") or {}).items():
+        extra = counts.get("failed_calls", 0) - earlier_usage.get(role, {}).get("failed_calls", 0)
+        if extra > 0:
+            usage[role] = {"failed_calls": extra}
+    earlier = before.get("call_failures") or []
+    records = [r for r in failed_values.get("call_failures") or [] if r not in earlier]
+    return {k: v for k, v in (("usage", usage), ("call_failures", records)) if v}
+
+
+def solver_replay(
+    graph: Any, config: dict[str, Any], solve_nodes: Collection[str]
+) -> tuple[dict[str, Any], Command | None] | None:
+    """Where a run stopped by ``AllSolverCallsFailed`` resumes: the config of the checkpoint
+    before that iteration's solver step (so every solver call is made again) and a Command
+    carrying the failure records over (None when there are none); None for any other run.
+
+    Streaming the graph with that input and config forks the thread there, as time travel does.
+
+    Example:
+        >>> from langgraph.checkpoint.memory import InMemorySaver
+        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> config = TMASConfig(n_candidates=2, max_iterations=1, max_retries=0)
+        >>> down = ScriptedChatModel(fail_when=lambda role, n: role == "solver")
+        >>> saver, thread = InMemorySaver(), {"configurable": {"thread_id": "t"}}
+        >>> try:
+        ...     build_tmas_graph(config, llm=down, checkpointer=saver).invoke(
+        ...         {"problem": "1+1?"}, thread)
+        ... except AllSolverCallsFailed:
+        ...     pass
+        >>> back = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=saver)
+        >>> at, carried = solver_replay(back, thread, ["solve"])
+        >>> solver = back.invoke(carried, at)["usage"]["solver"]
+        >>> solver["calls"], solver["failed_calls"]
+        (2, 2)
+    """
+    latest = graph.get_state(config).values
+    if not all_failed(latest.get("candidates")):
+        return None
+    for snapshot in graph.get_state_history(config):
+        same_iteration = snapshot.values.get("iteration") == latest.get("iteration")
+        if same_iteration and set(snapshot.next) & set(solve_nodes):
+            carried = _carried(latest, snapshot.values)
+            configurable = {**config["configurable"], **snapshot.config["configurable"]}
+            return {**config, "configurable": configurable}, (
+                Command(update=carried) if carried else None
+            )
+    return None

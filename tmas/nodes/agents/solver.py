@@ -1,0 +1,195 @@
+"""The solution agent: writes one candidate in initial, exploit or explore mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tmas.answers.parsing import extract_answer
+from tmas.config import TMASConfig
+from tmas.lifecycle.events import emit
+from tmas.memory.banks import relevant_experiences
+from tmas.nodes import prompts
+from tmas.nodes.common import AgentNode, agent_update
+from tmas.nodes.prompts import PromptSet
+from tmas.state import Candidate, RunState
+
+
+def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+    """One self-contained task per plan: the plan plus exactly the context its mode reads.
+
+    Exploit tasks get their parent rollout, its verification summary and the experiences most
+    related to it; explore tasks get the guideline bank; reference and aggregate tasks get the
+    earlier rollouts they read (PaCoRe's cut to ``reference_chars``); initial tasks get the
+    problem only. Plans name earlier rollouts by candidate index.
+
+    Example:
+        >>> from tmas.nodes.control.iteration import plan_iteration
+        >>> state = {"problem": "1+1?", "plans": plan_iteration(TMASConfig(), 1, [])}
+        >>> [t["plan"]["mode"] for t in solver_tasks(state, TMASConfig())][:2]
+        ['initial', 'initial']
+    """
+    previous = {rollout["index"]: rollout for rollout in state.get("previous", [])}
+    tasks = []
+    for plan in state.get("plans", []):
+        task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
+        if plan["mode"] == "exploit":
+            parent = clipped(previous[plan["parent_index"]], config.rollout_chars_in_prompt)
+            task["parent"] = parent
+            context = state["problem"] + "\n" + parent["text"]
+            task["experiences"] = relevant_experiences(
+                state.get("experience_bank", []), context, config.experiences_per_prompt
+            )
+        elif plan["mode"] == "explore":
+            task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
+        elif plan["mode"] in ("reference", "aggregate"):
+            limit = (
+                config.reference_chars
+                if plan["mode"] == "reference"
+                else config.rollout_chars_in_prompt
+            )
+            task["references"] = [clipped(previous[i], limit) for i in plan.get("references", [])]
+        elif plan["mode"] == "experience":
+            task["experiences"] = relevant_experiences(
+                state.get("experience_bank", []), state["problem"], config.experiences_per_prompt
+            )
+        tasks.append(task)
+    return tasks
+
+
+def solver_fields(task: dict[str, Any]) -> dict[str, str]:
+    """The fields a solver task gives its prompt template: the problem, and the parent with its
+    summary, the experiences, the guidelines or the references, as its mode read them.
+
+    Example:
+        >>> sorted(solver_fields({"problem": "1+1?", "guidelines": ["Count"]}))
+        ['guidelines', 'problem']
+    """
+    fields = {"problem": task["problem"]}
+    if "parent" in task:
+        fields["parent"] = task["parent"]["text"]
+        fields["summary"] = task["parent"]["summary"] or "(no summary)"
+    if "experiences" in task:
+        fields["experiences"] = prompts.bullet_list([e["text"] for e in task["experiences"]])
+    if "guidelines" in task:
+        fields["guidelines"] = prompts.bullet_list(task["guidelines"])
+    if "references" in task:
+        fields["references"] = reference_list(task["references"])
+    return fields
+
+
+def solver_prompt(task: dict[str, Any], prompt_set: PromptSet | None = None) -> str:
+    """The user prompt of a solver task: the template named after its plan's mode
+    (``solver/<mode>``) filled with :func:`solver_fields`.
+
+    Example:
+        >>> solver_prompt({"problem": "1+1?", "plan": {"mode": "initial"}}).startswith("Problem")
+        True
+    """
+    key = f"solver/{task['plan']['mode']}"
+    return (prompt_set or PromptSet()).render(key, **solver_fields(task))
+
+
+def clipped(rollout: dict[str, Any], limit: int) -> dict[str, Any]:
+    """``rollout`` with its text cut to its last ``limit`` characters.
+
+    Example:
+        >>> clipped({"index": 0, "text": "abcdefgh"}, 6)["text"]
+        '...fgh'
+    """
+    return {**rollout, "text": prompts.clip(rollout["text"], limit)}
+
+
+def reference_list(rollouts: list[dict[str, Any]]) -> str:
+    """Earlier rollouts as numbered references: each one's answer and its (clipped) text.
+
+    Example:
+        >>> print(reference_list([{"answer": "18", "text": "so 9 + 9 = 18"}]))
+        Solution 1 (answer: 18):
+        so 9 + 9 = 18
+    """
+    return "\n\n".join(
+        f"Solution {i + 1} (answer: {r.get('answer') or 'none'}):\n{r['text']}"
+        for i, r in enumerate(rollouts)
+    )
+
+
+class Solve(AgentNode):
+    """Node: run one solver task and add its candidate to the iteration.
+
+    Example:
+        >>> from tmas.llm.router import ModelRouter
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None, "seed": 1}
+        >>> node({"problem": "1+1?", "plan": plan})["candidates"][0]["answer"] is not None
+        True
+    """
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        plan = task["plan"]
+        reply = self.router.complete(
+            "solver",
+            self.prompts.render("solver/system"),
+            solver_prompt(task, self.prompts),
+            self.config.max_tokens_for("solver"),
+            plan["seed"],
+            prompt=f"solver/{plan['mode']}",
+        )
+        parsed = extract_answer(reply.text)
+        candidate: Candidate = {
+            "iteration": plan["iteration"],
+            "index": plan["index"],
+            "mode": plan["mode"],
+            "parent_index": plan["parent_index"],
+            "text": reply.text,
+            "answer": parsed.value,  # type: ignore[typeddict-item]
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "experience_ids": [e["id"] for e in task.get("experiences", [])],
+            "references": list(plan.get("references", [])),
+        }
+        emit(
+            "candidate",
+            iteration=plan["iteration"],
+            index=plan["index"],
+            mode=plan["mode"],
+            answer=parsed.value,
+            output_tokens=reply.output_tokens,
+        )
+        return agent_update(
+            "candidates",
+            [candidate],
+            "solver",
+            reply,
+            parsed,
+            iteration=plan["iteration"],
+            index=plan["index"],
+        )
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """The candidate that stands for a failed solver call: no text, no answer, its error.
+
+        Example:
+            >>> from tmas.llm.router import ModelRouter
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> plan = {"iteration": 1, "index": 2, "mode": "initial", "parent_index": None}
+            >>> failed = node.on_failure({"plan": plan}, "timeout")["candidates"][0]
+            >>> failed["answer"], failed["error"]
+            (None, 'timeout')
+        """
+        plan = task["plan"]
+        candidate: Candidate = {
+            "iteration": plan["iteration"],
+            "index": plan["index"],
+            "mode": plan["mode"],
+            "parent_index": plan["parent_index"],
+            "text": "",
+            "answer": None,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "experience_ids": [e["id"] for e in task.get("experiences", [])],
+            "references": list(plan.get("references", [])),
+            "error": error,
+        }
+        return {"candidates": [candidate]}

@@ -1,0 +1,2 @@
+"""Control nodes: opening an iteration (planners), closing it (votes, selection, stop rules),
+updating the banks."""

@@ -1,0 +1,250 @@
+"""The SQLite checkpointer every run is saved in, with a strict (pickle-free) serializer."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.store.sqlite import SqliteStore
+
+
+class StorageError(RuntimeError):
+    """The run database cannot be opened or read."""
+
+
+BUSY_TIMEOUT_ENV = "TMAS_DB_BUSY_TIMEOUT_S"
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def default_db_path() -> Path:
+    """Where runs are saved unless ``--db`` says otherwise: ``$TMAS_HOME/runs.sqlite``.
+
+    ``TMAS_HOME`` defaults to ``~/.local/share/tmas``.
+
+    Example:
+        >>> default_db_path().name
+        'runs.sqlite'
+    """
+    home = os.environ.get("TMAS_HOME") or Path.home() / ".local" / "share" / "tmas"
+    return Path(home) / "runs.sqlite"
+
+
+class StrictSerializer(JsonPlusSerializer):
+    """LangGraph's serializer with pickle off and msgpack limited to its safe built-in types;
+    a saved value it will not decode (a ``pickle`` blob, a damaged one) raises StorageError
+    instead of being run or half-read.
+
+    Example:
+        >>> serde = StrictSerializer()
+        >>> serde.loads_typed(serde.dumps_typed({"answer": "18"}))
+        {'answer': '18'}
+        >>> serde.loads_typed(("pickle", b"cos\\nsystem\\n."))
+        Traceback (most recent call last):
+        ...
+        tmas.storage.sqlite.StorageError: refused to decode a saved checkpoint value of type...
+    """
+
+    def __init__(self) -> None:
+        super().__init__(pickle_fallback=False, allowed_msgpack_modules=None)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """Decode one saved value; StorageError for a type or blob that is refused."""
+        try:
+            return super().loads_typed(data)
+        except Exception as exc:  # noqa: BLE001 - any undecodable blob is reported the same way
+            raise StorageError(
+                f"refused to decode a saved checkpoint value of type {data[0]!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+
+
+def strict_serializer() -> JsonPlusSerializer:
+    """A serializer that never unpickles and decodes only msgpack's safe built-in types."""
+    return StrictSerializer()
+
+
+def busy_timeout_s() -> float:
+    """How long a write waits for another process's write lock on a SQLite run database:
+    ``$TMAS_DB_BUSY_TIMEOUT_S`` seconds, 30 by default.
+
+    Example:
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, {BUSY_TIMEOUT_ENV: "2.5"}):
+        ...     busy_timeout_s()
+        2.5
+    """
+    text = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_BUSY_TIMEOUT_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86_400:
+        raise StorageError(f"{BUSY_TIMEOUT_ENV} must be a number of seconds, got {text!r}")
+    return value
+
+
+def file_damage(path: Path) -> str | None:
+    """Why the SQLite file at ``path`` is not a usable database (None when it looks whole, is
+    empty or is missing), read from its header without opening it: SQLite would otherwise
+    only notice a cut-off file when it reads the missing pages, after it may have written.
+
+    Example:
+        >>> import tempfile
+        >>> cut = Path(tempfile.mkdtemp(), "cut.sqlite")
+        >>> header = SQLITE_MAGIC + (4096).to_bytes(2, "big") + bytes(82)
+        >>> _ = cut.write_bytes(header + bytes(4096 - 100) + bytes(50))
+        >>> file_damage(cut)
+        'the file is cut short (4146 bytes is not a whole number of 4096-byte pages)'
+    """
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            head = handle.read(100)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}"
+    if size == 0:
+        return None
+    if len(head) < 100 or not head.startswith(SQLITE_MAGIC):
+        return "file is not a database"
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    if page < 512 or page & (page - 1):
+        return "file is not a database (bad page size)"
+    if size % page:
+        return f"the file is cut short ({size} bytes is not a whole number of {page}-byte pages)"
+    for suffix in ("-wal", "-journal"):  # recent pages may live in the log, not the file
+        log = path.with_name(path.name + suffix)
+        if log.exists() and log.stat().st_size > 0:
+            return None
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and pages * page > size:
+        return f"the file is cut short ({size // page} of its {pages} pages are there)"
+    return None
+
+
+def describe_database_error(exc: BaseException, location: str | Path) -> str:
+    """One line saying what is wrong with the run database at ``location``.
+
+    Example:
+        >>> locked = sqlite3.OperationalError("database is locked")
+        >>> describe_database_error(locked, "r.sqlite").split(" (")[0]
+        'run database r.sqlite is locked by another process'
+        >>> describe_database_error(sqlite3.DatabaseError("file is not a database"), "r.sqlite")
+        'run database r.sqlite is damaged or not a run database: file is not a database'
+    """
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if "locked" in reason or "busy" in reason:
+        waited = f"{busy_timeout_s():g}"
+        return (
+            f"run database {location} is locked by another process (waited {waited} s; "
+            f"set {BUSY_TIMEOUT_ENV} to wait longer)"
+        )
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return f"run database {location} is damaged or not a run database: {reason}"
+    return f"cannot use run database {location}: {reason}"
+
+
+def _enable_wal(conn: sqlite3.Connection, timeout_s: float) -> None:
+    """Switch to WAL; the switch needs a moment alone with a new file, so processes opening it
+    at the same time wait their turn (SQLite answers "locked" at once here, without waiting),
+    for about ``timeout_s`` in all."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            conn.execute("pragma journal_mode=wal")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
+def connect(path: Path | str, *, autocommit: bool = False) -> sqlite3.Connection:
+    """Open (creating it if needed) the run database with WAL and a busy timeout
+    (``autocommit``: no implicit transactions, as LangGraph's SQLite store expects).
+
+    Commits are not synced to disk one by one (``synchronous=normal``, WAL): a killed process
+    loses nothing it committed, and the file is never corrupted; only a power loss or OS
+    crash can drop the last few commits.
+
+    Example:
+        >>> import tempfile, os
+        >>> conn = connect(os.path.join(tempfile.mkdtemp(), "r.sqlite"))
+        >>> conn.execute("pragma journal_mode").fetchone()[0]
+        'wal'
+    """
+    path = Path(path)
+    damage = file_damage(path)
+    if damage:  # look again: a process creating the file may be halfway through its first write
+        time.sleep(0.2)
+        damage = file_damage(path)
+    if damage:
+        raise StorageError(f"run database {path} is damaged or not a run database: {damage}")
+    timeout = busy_timeout_s()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=timeout)
+        if autocommit:
+            conn.isolation_level = None
+        conn.execute(f"pragma busy_timeout={int(timeout * 1000)}")
+        _enable_wal(conn, timeout)
+        conn.execute("pragma synchronous=normal")
+        conn.execute("select count(*) from sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(describe_database_error(exc, path)) from None
+    except OSError as exc:
+        raise StorageError(f"cannot open run database {path}: {exc}") from None
+    return conn
+
+
+def check_writable(conn: sqlite3.Connection, location: str | Path) -> None:
+    """Take and release the write lock of ``conn``'s database without changing it, waiting
+    at most the busy timeout; StorageError when another process keeps it (or it is read-only).
+
+    Example:
+        >>> check_writable(sqlite3.connect(":memory:"), ":memory:")
+    """
+    try:
+        conn.execute("begin immediate")
+        conn.execute("rollback")
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(describe_database_error(exc, location)) from None
+
+
+def _location(conn: sqlite3.Connection) -> str:
+    try:
+        return conn.execute("pragma database_list").fetchone()[2] or ":memory:"
+    except sqlite3.DatabaseError:
+        return "(unknown)"
+
+
+def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
+    """A ready SqliteSaver on ``conn`` using the strict serializer."""
+    saver = SqliteSaver(conn, serde=strict_serializer())
+    try:
+        saver.setup()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(describe_database_error(exc, _location(conn))) from None
+    return saver
+
+
+def open_store(conn: sqlite3.Connection) -> SqliteStore:
+    """A LangGraph store in the same database file (its own connection), for topologies whose
+    agents share memory while they run (DeLM's task queue and notes)."""
+    path = _location(conn)
+    store = SqliteStore(connect(path, autocommit=True) if path != ":memory:" else conn)
+    try:
+        store.setup()
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(describe_database_error(exc, path)) from None
+    return store
