@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -69,7 +69,7 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
     saver = open_checkpointer(connect(db))
     graph = build_tmas_graph(CONFIG, llm=failing, checkpointer=saver)
     with pytest.raises(SimulatedCrash, match=f"crash during {role} call {number}"):
-        graph.invoke({"problem": PROBLEM}, THREAD)
+        graph.invoke({"problem": PROBLEM}, THREAD, durability="sync")  # as runs are driven
     before = failing.calls
     assert before[role] >= number
 

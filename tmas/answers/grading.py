@@ -20,10 +20,13 @@ from tmas.answers.parsing import normalize_answer
 
 MAX_ANSWER_CHARS = 200
 DEFAULT_TIMEOUT_S = 5.0
+STARTUP_TIMEOUT_S = 120.0  # importing math-verify and sympy, on a busy machine
+READY = "ready"
 
 
 class BoundedGrader:
-    """A math-verify worker process; each check gets at most ``timeout_s`` seconds.
+    """A math-verify worker process; each check gets at most ``timeout_s`` seconds, counted
+    from when the worker is ready (its start-up, importing math-verify, has its own bound).
 
     Example:
         >>> grader = BoundedGrader(timeout_s=30)
@@ -38,7 +41,9 @@ class BoundedGrader:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self) -> subprocess.Popen | None:
+        """The running worker, started (and waited for until it is ready) when needed; None
+        when a new one did not get ready in time."""
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "tmas.answers.grading_worker"],
@@ -48,6 +53,11 @@ class BoundedGrader:
                 text=True,
                 bufsize=1,
             )
+            assert self._process.stdout is not None
+            ready, _, _ = select.select([self._process.stdout], [], [], STARTUP_TIMEOUT_S)
+            if not ready or self._process.stdout.readline().strip() != READY:
+                self.close()
+                return None
         return self._process
 
     def close(self) -> None:
@@ -64,6 +74,9 @@ class BoundedGrader:
         """True/False, or None when the check ran out of time (the worker is then replaced)."""
         with self._lock:
             process = self._start()
+            if process is None:
+                self.timeouts += 1
+                return None
             assert process.stdin is not None and process.stdout is not None
             try:
                 process.stdin.write(json.dumps({"answer": answer, "gold": gold}) + "\n")

@@ -1,5 +1,6 @@
-"""The grading worker process: reads ``{"answer", "gold"}`` JSON lines on stdin and writes
-``true``/``false`` lines on stdout. Run by ``tmas.answers.grading.BoundedGrader``."""
+"""The grading worker process: imports math-verify, says ``ready``, then reads
+``{"answer", "gold"}`` JSON lines on stdin and writes ``true``/``false`` lines on stdout. Run
+by ``tmas.answers.grading.BoundedGrader``."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ def equivalent(answer: str, gold: str) -> bool:
 
 
 def main() -> None:
+    import math_verify  # noqa: F401 - loaded before the first timed check
+
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
     for line in sys.stdin:
         try:
             request = json.loads(line)
