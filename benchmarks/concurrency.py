@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.manager import thread_config
 from tmas.llm.openai_compat import make_openai_chat_model
 from tmas.llm.router import ModelRouter

@@ -44,8 +44,8 @@ from typing import Any
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.llm.router import ModelRouter
 from tmas.nodes.agents.experience import ExtractExperience
 from tmas.nodes.agents.guideline import ExtractGuideline

@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.llm.llamacpp import ChatLlamaCpp
 from tmas.llm.model_files import resolve_local_model
 

@@ -15,8 +15,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.storage.sqlite import connect, open_checkpointer, strict_serializer
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies

@@ -11,7 +11,7 @@ import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 from typer.testing import Result
 
-from tmas.cli.inputs import MAX_PROBLEM_CHARS
+from tmas.api import MAX_PROBLEM_CHARS
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 UNREACHABLE = "http://127.0.0.1:1/v1"

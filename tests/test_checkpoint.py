@@ -17,8 +17,8 @@ import pytest
 from cli_helpers import RUN_ID, db_path, invoke, make_home
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.manager import saved_state
 from tmas.storage import open_storage
 from tmas.storage.sqlite import StorageError, connect, open_checkpointer, strict_serializer
@@ -53,7 +53,7 @@ with warnings.catch_warnings(record=True) as caught:
 
     from tmas.storage.sqlite import connect, open_checkpointer, strict_serializer
     from tmas.config import TMASConfig
-    from tmas.graphs import build_tmas_graph
+    from tmas import build_tmas_graph
     from tmas.testing.fake_chat import ScriptedChatModel
 
     db = sys.argv[1]

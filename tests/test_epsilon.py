@@ -11,10 +11,11 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import PrivateAttr
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.nodes.agents.solver import solver_prompt, solver_tasks
-from tmas.nodes.control.iteration import choose_mode, plan_iteration
+from tmas.nodes.control.iteration import plan_iteration
+from tmas.nodes.control.planners import choose_mode
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.roles import ROLES
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.history import iteration_records
 from tmas.lifecycle.manager import RunManager, saved_state
 from tmas.llm.backend import BackendSpec

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner, Result
 
+from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.manager import saved_state
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel

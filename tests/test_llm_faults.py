@@ -19,9 +19,9 @@ from langgraph.runtime import get_runtime
 from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
+from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.lifecycle.failures import (

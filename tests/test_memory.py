@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.memory.banks import merge_into_bank, relevant_experiences
 from tmas.memory.dedup import find_duplicate, jaccard, word_set
 from tmas.testing.fake_chat import ScriptedChatModel

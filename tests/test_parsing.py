@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.answers.grading import is_correct, pass_at_1
 from tmas.answers.parsing import (
     extract_answer,
@@ -17,7 +18,6 @@ from tmas.answers.parsing import (
     parse_verification,
 )
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.roles import Role
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies

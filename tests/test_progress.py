@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls

@@ -14,9 +14,9 @@ from kill_helpers import solve_command
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
+from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.lifecycle.manager import RunBusyError, RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter

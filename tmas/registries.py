@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from functools import lru_cache
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 
 def register_in(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], Any]:
@@ -27,3 +32,62 @@ def register_in(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], 
         return item
 
     return decorate
+
+
+_VARIADIC = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+
+
+@lru_cache(maxsize=512)
+def _keyword_model(function: Callable[..., Any], skip: int) -> tuple[type[BaseModel], bool]:
+    """A pydantic model of ``function``'s parameters after the first ``skip`` (annotated types,
+    defaults), and whether it also takes ``**kwargs``."""
+    parameters = list(inspect.signature(function).parameters.values())[skip:]
+    try:
+        hints = typing.get_type_hints(function, include_extras=True)
+    except Exception:  # noqa: BLE001 - unresolvable annotations: check names only
+        hints = {}
+    fields: dict[str, Any] = {}
+    for parameter in parameters:
+        if parameter.kind in _VARIADIC:
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    name = f"{getattr(function, '__name__', 'function')}_parameters"
+    model = create_model(  # type: ignore[call-overload]
+        name, __config__=ConfigDict(extra="allow"), **fields
+    )
+    return model, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
+def keyword_problems(
+    function: Callable[..., Any], values: Mapping[str, Any], *, skip: int = 1, what: str = ""
+) -> list[str]:
+    """What is wrong with calling ``function`` with ``values`` as keyword arguments after its
+    first ``skip`` parameters: names it does not take (unless it takes ``**kwargs``), values
+    of the wrong annotated type, missing required ones.
+
+    Example:
+        >>> def factory(ctx, steps: int = 2, name: str = "x"):
+        ...     pass
+        >>> for problem in keyword_problems(factory, {"steps": "many", "colour": 1}):
+        ...     print(problem)
+        'colour' is not taken (it takes: steps, name)
+        'steps': Input should be a valid integer, unable to parse string as an integer
+    """
+    model, open_ended = _keyword_model(function, skip)
+    prefix = f"{what} " if what else ""
+    problems = []
+    if not open_ended:
+        taken = ", ".join(model.model_fields) or "none"
+        problems += [
+            f"{prefix}{name!r} is not taken (it takes: {taken})"
+            for name in values
+            if name not in model.model_fields
+        ]
+    try:
+        model.model_validate(dict(values))
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            problems.append(f"{prefix}{where!r}: {err['msg']}")
+    return problems

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-Mode = Literal["initial", "exploit", "explore", "reference", "aggregate", "experience"]
+Mode = str
+"""A candidate's mode: initial, exploit, explore, reference, aggregate, experience, or one a
+plugin's planner declares (see :mod:`tmas.nodes.control.planners`)."""
 
 RESET: dict[str, Any] = {"__reset__": True}
 """Write ``[RESET]`` to a per-iteration list to empty it (the marker survives JSON)."""
@@ -241,6 +243,17 @@ def lost_roles(usage: Mapping[str, Mapping[str, int]] | None) -> list[str]:
     )
 
 
+def merge_extras(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
+    """Reducer of ``extras``: the keys of the update replace those of the state (so parallel
+    nodes writing different keys both keep theirs).
+
+    Example:
+        >>> merge_extras({"a": 1, "b": 2}, {"b": 3})
+        {'a': 1, 'b': 3}
+    """
+    return {**(current or {}), **(update or {})}
+
+
 class RunState(TypedDict, total=False):
     """The whole state of one run (one LangGraph thread).
 
@@ -250,7 +263,8 @@ class RunState(TypedDict, total=False):
     the last ``history_window`` iterations and ``vote_totals`` the vote over all of them, so
     the state stays the same size however long a run is; every record stays in the
     checkpoints (:func:`tmas.lifecycle.history.iteration_records`). ``call_failures`` keeps the
-    newest model calls that failed for good, and ``usage`` counts them per role.
+    newest model calls that failed for good, and ``usage`` counts them per role. ``extras``
+    holds what nodes of plugins write (plain JSON-able values under keys of their choosing).
     """
 
     problem: str
@@ -276,3 +290,4 @@ class RunState(TypedDict, total=False):
     final_answer: str | None
     selection: str
     stop_reason: str | None
+    extras: Annotated[dict[str, Any], merge_extras]

@@ -67,12 +67,9 @@ def isolated_registry() -> Iterator[None]:
     """The node registries are restored after the test."""
     ensure_builtins()
     saved_nodes = dict(NODE_TYPES)
-    saved_llm = set(registry.LLM_NODE_TYPES)
     yield
     NODE_TYPES.clear()
     NODE_TYPES.update(saved_nodes)
-    registry.LLM_NODE_TYPES.clear()
-    registry.LLM_NODE_TYPES.update(saved_llm)
 
 
 @pytest.fixture
@@ -150,9 +147,9 @@ def test_user_node_default_params_apply(plugin_dir: Path) -> None:
 
 def test_loading_a_plugin_twice_is_harmless(plugin_dir: Path) -> None:
     load_plugin(PLUGIN)
-    factory = NODE_TYPES["shout"]
+    entry = NODE_TYPES["shout"]
     load_plugin(PLUGIN)
-    assert NODE_TYPES["shout"] is factory
+    assert NODE_TYPES["shout"] is entry
 
 
 def test_a_user_type_may_not_take_a_builtin_name(isolated_registry: None) -> None:
@@ -165,10 +162,10 @@ def test_a_user_type_may_not_take_a_builtin_name(isolated_registry: None) -> Non
 def test_a_refused_registration_leaves_the_registries_unchanged(isolated_registry: None) -> None:
     # "join" is a built-in barrier that calls no model; a clashing registration that says
     # calls_llm must not turn it into an LLM node (retry policy, counted by estimate_run_calls).
-    assert "join" not in registry.LLM_NODE_TYPES
+    assert not NODE_TYPES["join"].calls_llm
     with pytest.raises(ValueError, match="node type 'join' is already registered"):
         registry.register_node("join", calls_llm=True)(lambda ctx: lambda state: {})
-    assert "join" not in registry.LLM_NODE_TYPES
+    assert not NODE_TYPES["join"].calls_llm
 
 
 def test_missing_plugin_module_is_a_clear_error() -> None:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.graphs import build_tmas_graph
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.model_files import smollm2_path
 from tmas.storage.sqlite import connect, open_checkpointer

@@ -10,7 +10,7 @@ import pytest
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.graphs.compiler import compile_spec, spec_uses_store
-from tmas.graphs.registry import LLM_NODE_TYPES
+from tmas.graphs.registry import NODE_TYPES
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.storage.sqlite import connect, open_checkpointer, open_store
 
@@ -59,7 +59,7 @@ def test_bundled_topology_runs_and_resumes_on_smollm2(
     assert whole["history"][-1]["pass_at_1"] is not None
 
     interrupted = {"configurable": {"thread_id": "interrupted"}}
-    model_nodes = {node.id for node in spec.nodes if node.type in LLM_NODE_TYPES}
+    model_nodes = {node.id for node in spec.nodes if NODE_TYPES[node.type].calls_llm}
     for update in graph.stream(PROBLEM, interrupted, stream_mode="updates"):
         if model_nodes & set(update):  # stop once a model call finished, as a Ctrl-C would
             break

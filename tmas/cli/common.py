@@ -17,6 +17,7 @@ from tmas.cli.endpoints import checked_router
 from tmas.graphs.spec import SpecError
 from tmas.lifecycle.manager import RunManager
 from tmas.storage import is_database_url, open_storage
+from tmas.storage.run_registry import RunRecord
 from tmas.storage.sqlite import StorageError, default_db_path, describe_database_error
 from tmas.terminal import plain
 
@@ -60,9 +61,12 @@ IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
 MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
 BackendOption = Annotated[str, typer.Option(help="llamacpp | openai | vllm")]
 ModelOption = Annotated[
-    str | None, typer.Option(help="GGUF path, qwen or smollm2; or a served model name")
+    str | None,
+    typer.Option(envvar="TMAS_MODEL", help="GGUF path, qwen or smollm2; or a served model name"),
 ]
-BaseUrlOption = Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint")]
+BaseUrlOption = Annotated[
+    str | None, typer.Option(envvar="TMAS_BASE_URL", help="OpenAI-compatible endpoint")
+]
 RoleModelOption = Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")]
 RoleBaseUrlOption = Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")]
 NCtxOption = Annotated[int, typer.Option(help="context window of the embedded model")]
@@ -141,3 +145,14 @@ def check_database(db: str | None) -> None:
     """
     with open_manager(db, for_writing=True):
         pass
+
+
+def require_rebuildable(record: RunRecord) -> None:
+    """Fail (exit 2, nothing changed) for a run whose models were passed from Python: the
+    command line cannot rebuild them from its saved settings."""
+    if record.backend.get("kind") == "custom":
+        fail(
+            f"run {record.run_id} was made with chat models passed from Python "
+            f"({record.backend.get('model')}); the command line cannot rebuild them. Continue "
+            f"it from Python with the same models: tmas.resume({record.run_id!r}, llm=MODEL)"
+        )

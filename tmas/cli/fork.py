@@ -16,6 +16,7 @@ from tmas.cli.common import (
     err,
     fail,
     open_manager,
+    require_rebuildable,
 )
 from tmas.cli.inputs import parse_pairs, parse_value
 from tmas.cli.outcome import drive, finish, live_options
@@ -43,6 +44,7 @@ def fork(
             pairs = parse_pairs(set_values, "--set")
             updates = {key: parse_value(value) for key, value in pairs}
             new_id = run_id or new_run_id()
+            require_rebuildable(manager.registry.get(parent))
             fork_run(manager, parent, iteration, new_id, updates)
         except (UnknownRunError, ValueError) as exc:  # includes ForkError and bad --set values
             fail(str(exc))

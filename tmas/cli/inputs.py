@@ -10,22 +10,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tmas import api
+from tmas.api import check_problem
 from tmas.config import (
     ConfigError,
     RoleModel,
     TMASConfig,
     describe_validation_error,
     load_config,
-    merged_config,
 )
-from tmas.graphs.bundled import resolve_spec
-from tmas.graphs.registry import load_plugin
-from tmas.graphs.spec import GraphSpec, load_prompt_file
-from tmas.graphs.validate import validate_spec
+from tmas.graphs.settings import topology_config
+from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes.control.selection_rules import selection_rule
-
-MAX_PROBLEM_CHARS = 100_000
 
 
 def _stdin_text() -> str:
@@ -40,28 +37,14 @@ def _stdin_text() -> str:
 
 
 def read_problem(problem: str) -> str:
-    """The problem text (``-`` reads stdin); empty, oversized or non-UTF-8 problems are refused.
+    """The problem text (``-`` reads stdin); empty, oversized or non-UTF-8 problems are refused
+    (:func:`tmas.api.check_problem`).
 
     Example:
-        >>> read_problem("  What is 9 + 9?\\n")
+        >>> read_problem("  What is 9 + 9?  ")
         'What is 9 + 9?'
-        >>> read_problem("x" * (MAX_PROBLEM_CHARS + 1))
-        Traceback (most recent call last):
-        ...
-        tmas.config.ConfigError: the problem is 100,001 characters; the limit is 100,000
     """
-    text = _stdin_text() if problem == "-" else problem
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes of a command-line argument
-        raise ConfigError("the problem is not UTF-8 text") from None
-    if not text.strip():
-        raise ConfigError("the problem is empty")
-    if len(text) > MAX_PROBLEM_CHARS:
-        raise ConfigError(
-            f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
-        )
-    return text.strip()
+    return check_problem(_stdin_text() if problem == "-" else problem)
 
 
 def read_documents(paths: list[Path]) -> list[str]:
@@ -121,13 +104,8 @@ def load_topology(
     graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()
 ) -> GraphSpec:
     """Import the plugins, then load the topology (bundled name or file), apply the prompt
-    files' overrides in turn and validate it."""
-    for module in plugins:
-        load_plugin(module)
-    spec = resolve_spec(graph)
-    for path in prompt_files:
-        spec = spec.with_prompts(load_prompt_file(path))
-    return validate_spec(spec, graph)
+    files' overrides in turn and validate it (:func:`tmas.api.load_topology`)."""
+    return api.load_topology(graph, plugins=plugins, prompts=list(prompt_files))
 
 
 def build_config(
@@ -136,7 +114,8 @@ def build_config(
     settings: list[str],
     roles: dict[str, RoleModel],
 ) -> TMASConfig:
-    """Config from, in rising priority: defaults, the topology's config, options, ``--set``.
+    """Config from, in rising priority: defaults, the topology's config, options, ``--set``
+    (:func:`tmas.graphs.settings.topology_config`, as from Python).
 
     Round widths given here set the number of iterations unless ``-t`` is given too (the
     topology's own iteration count gives way).
@@ -151,7 +130,7 @@ def build_config(
     if roles:
         chosen["roles"] = roles
     chosen.update({key: parse_value(value) for key, value in parse_pairs(settings)})
-    return merged_config(topology.config, chosen)
+    return topology_config(topology, chosen)
 
 
 def build_backend(**values: Any) -> BackendSpec:

@@ -48,7 +48,7 @@ def finish(
             markup=False,
         )
     if as_json:
-        keys = ("final_answer", "selection", "stop_reason", "history", "usage")
+        keys = ("final_answer", "selection", "stop_reason", "history", "usage", "extras")
         shown = {
             "run_id": outcome.run_id,
             **{k: state.get(k) for k in keys},

@@ -18,6 +18,7 @@ from tmas.cli.common import (
     error_line,
     fail,
     open_manager,
+    require_rebuildable,
 )
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
@@ -58,6 +59,7 @@ def resume(
         except UnknownRunError as exc:
             fail(str(exc))
             return
+        require_rebuildable(record)
         settings = None
         if model or base_url or role_model or role_base_url or n_ctx:
             try:

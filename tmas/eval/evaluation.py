@@ -28,10 +28,11 @@ from tmas.eval.identity import (
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.results import ANSWERED, summarize
 from tmas.graphs.compiler import compile_spec
-from tmas.graphs.registry import load_plugin
+from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
+from tmas.plugins import load_plugin
 from tmas.storage import is_database_url, open_storage
 
 RESULTS = "results.jsonl"
@@ -48,7 +49,8 @@ class Evaluation:
     """One evaluation: what runs, on what, where results go.
 
     ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of several machines
-    it must be a URL every node can reach.
+    it must be a URL every node can reach. ``config`` gives way to nothing it sets: the spec's
+    ``config:`` block fills the rest, as for a single run.
     """
 
     problems: list[Problem]
@@ -64,6 +66,12 @@ class Evaluation:
     ray_address: str | None = None
     on_row: Callable[[dict[str, Any]], None] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        # the spec's config: block under the given settings, as for a single run; plugins as
+        # the runs save them (a file by its absolute path)
+        self.config = topology_config(self.spec, self.config)
+        self.plugins = [load_plugin(ref) for ref in self.plugins]
 
     def _previous_rows(self) -> dict[str, dict[str, Any]]:
         path = self.out_dir / RESULTS
@@ -140,8 +148,6 @@ class Evaluation:
     def _check_compiles(self) -> None:
         """Build the topology once with this evaluation's settings, so an unknown node
         parameter, planner or selection rule is refused before anything is saved."""
-        for module in self.plugins:
-            load_plugin(module)
         router = self.router or make_router(self.backend, self.config)
         compile_spec(self.spec, self.config, router)
 

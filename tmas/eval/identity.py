@@ -10,7 +10,6 @@ the package version and is not compared.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 from importlib import metadata
 from pathlib import Path
@@ -20,6 +19,7 @@ from tmas.config import TMASConfig
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes.prompts import PromptSet
+from tmas.plugins import plugin_source
 from tmas.roles import BUILTIN_ROLES
 
 IDENTITY = "identity.json"
@@ -35,20 +35,15 @@ def _digest(text: str | bytes) -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def plugin_digest(module: str) -> str | None:
-    """A digest of a plugin module's source file (None when it cannot be found).
+def plugin_digest(ref: str) -> str | None:
+    """A digest of a plugin's source file (None when it cannot be found).
 
     Example:
         >>> plugin_digest("tmas.roles") is not None, plugin_digest("no_such_module_here")
         (True, None)
     """
-    try:
-        found = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if found is None or not found.origin or not Path(found.origin).is_file():
-        return None
-    return _digest(Path(found.origin).read_bytes())
+    source = plugin_source(ref)
+    return _digest(source.read_bytes()) if source is not None else None
 
 
 def role_models(config: TMASConfig, backend: BackendSpec) -> dict[str, str]:

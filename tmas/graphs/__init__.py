@@ -1,5 +1,3 @@
-"""Topology builders: they wire nodes into LangGraph graphs and know no role's internals."""
-
-from tmas.graphs.tmas import build_tmas_graph
-
-__all__ = ["build_tmas_graph"]
+"""Topologies: the bundled specs (``specs/*.yaml``, one definition each), the spec format, its
+validator and compiler, and the registries of node types, task builders, planners, stop
+conditions and selection rules. Build a graph with :func:`tmas.build_graph`."""

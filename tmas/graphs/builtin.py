@@ -1,11 +1,18 @@
-"""The built-in node types, task builders and stop conditions, registered by name."""
+"""The built-in node types and task builders, registered by name (the built-in planners, stop
+conditions and selection rules register themselves in :mod:`tmas.nodes.control`).
+
+A factory's keyword parameters are the node's spec ``params``; their annotations are checked
+with the spec."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from tmas.config import TMASConfig
-from tmas.graphs.registry import NodeContext, register_node, register_stop, register_tasks
+from tmas.graphs.registry import NodeContext, register_node, register_tasks
 from tmas.nodes.agents.delm import DELM_WORKER_STEPS, DelmAnswer, DelmSeed, DelmWorker
 from tmas.nodes.agents.experience import ExtractExperience
 from tmas.nodes.agents.guideline import ExtractGuideline
@@ -15,15 +22,27 @@ from tmas.nodes.agents.summarizer import ReportsAsSummary, Summarize, summary_ta
 from tmas.nodes.agents.verifier import Verify, verification_tasks
 from tmas.nodes.control.bank_update import UpdateBanks
 from tmas.nodes.control.iteration import StartIteration
+from tmas.nodes.control.planners import PlannerName, option_problems
 from tmas.nodes.control.record import RecordIteration
+from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, SelectionName
 
 
-@register_node("start_iteration")
-def _start_iteration(ctx: NodeContext, **params: Any) -> StartIteration:
-    return StartIteration(ctx.config, **params)
+def _planner_options(params: Mapping[str, Any]) -> list[str]:
+    options = {k: v for k, v in params.items() if k not in ("planner", "final_round_size")}
+    return option_problems(params.get("planner", "epsilon_greedy"), options)
 
 
-@register_node("solve", calls_llm=True)
+@register_node("start_iteration", check_params=_planner_options)
+def _start_iteration(
+    ctx: NodeContext,
+    planner: PlannerName = "epsilon_greedy",
+    final_round_size: Annotated[int, Field(ge=1, le=256)] | None = None,
+    **options: Any,
+) -> StartIteration:
+    return StartIteration(ctx.config, planner, final_round_size=final_round_size, **options)
+
+
+@register_node("solve", calls_llm=True, produces_candidates=True)
 def _solve(ctx: NodeContext) -> Solve:
     return Solve(ctx.router, ctx.config, ctx.prompts)
 
@@ -58,14 +77,16 @@ def _update_banks(ctx: NodeContext) -> UpdateBanks:
     return UpdateBanks(ctx.config)
 
 
-@register_node("record_iteration")
-def _record_iteration(ctx: NodeContext, **params: Any) -> RecordIteration:
-    return RecordIteration(ctx.config, **params)
+@register_node("record_iteration", ends_iteration=True)
+def _record_iteration(
+    ctx: NodeContext, selection: SelectionName = DEFAULT_SELECTION
+) -> RecordIteration:
+    return RecordIteration(ctx.config, selection)
 
 
-@register_node("delm_seed", calls_llm=True, max_calls=lambda params, config: 1)
-def _delm_seed(ctx: NodeContext, **params: Any) -> DelmSeed:
-    return DelmSeed(ctx.router, ctx.config, prompt_set=ctx.prompts, **params)
+@register_node("delm_seed", calls_llm=True, max_calls=lambda params, config: 1, needs_store=True)
+def _delm_seed(ctx: NodeContext, max_tasks: Annotated[int, Field(ge=1, le=64)] = 4) -> DelmSeed:
+    return DelmSeed(ctx.router, ctx.config, max_tasks, prompt_set=ctx.prompts)
 
 
 def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
@@ -73,12 +94,28 @@ def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
     return 2 * int(params.get("steps", DELM_WORKER_STEPS))
 
 
-@register_node("delm_worker", calls_llm=True, max_calls=_worker_calls)
-def _delm_worker(ctx: NodeContext, **params: Any) -> DelmWorker:
-    return DelmWorker(ctx.router, ctx.config, prompt_set=ctx.prompts, **params)
+@register_node("delm_worker", calls_llm=True, max_calls=_worker_calls, needs_store=True)
+def _delm_worker(
+    ctx: NodeContext,
+    steps: Annotated[int, Field(ge=1, le=1000)] = DELM_WORKER_STEPS,
+    claim_ttl_s: Annotated[float, Field(gt=0)] = 120.0,
+    max_tasks: Annotated[int, Field(ge=1, le=1000)] = 12,
+    max_note_chars: Annotated[int, Field(ge=20)] = 600,
+    poll_s: Annotated[float, Field(gt=0)] = 0.05,
+) -> DelmWorker:
+    return DelmWorker(
+        ctx.router,
+        ctx.config,
+        steps=steps,
+        claim_ttl_s=claim_ttl_s,
+        max_tasks=max_tasks,
+        max_note_chars=max_note_chars,
+        poll_s=poll_s,
+        prompt_set=ctx.prompts,
+    )
 
 
-@register_node("delm_answer", calls_llm=True)
+@register_node("delm_answer", calls_llm=True, needs_store=True)
 def _delm_answer(ctx: NodeContext) -> DelmAnswer:
     return DelmAnswer(ctx.router, ctx.config, ctx.prompts)
 
@@ -105,9 +142,3 @@ register_tasks("solver_tasks", count=_per_candidate, label="N")(solver_tasks)
 register_tasks("verification_tasks", count=_per_check, label="N x M")(verification_tasks)
 register_tasks("summary_tasks", count=_per_candidate, label="N")(summary_tasks)
 register_tasks("reflection_tasks", count=_per_candidate, label="N")(reflection_tasks)
-
-
-@register_stop("run_finished")
-def run_finished(state: dict[str, Any]) -> bool:
-    """True once the iteration record set a stop reason (max iterations or early stop)."""
-    return bool(state.get("stop_reason"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -12,17 +13,13 @@ from langgraph.types import RetryPolicy, Send
 
 from tmas.config import TMASConfig
 from tmas.graphs import spec as spec_names
-from tmas.graphs.registry import (
-    LLM_NODE_TYPES,
-    NODE_TYPES,
-    STOP_CONDITIONS,
-    TASK_BUILDERS,
-    NodeContext,
-)
+from tmas.graphs.registry import NODE_TYPES, TASK_BUILDERS, NodeContext, ensure_builtins
+from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy
 from tmas.llm.router import ModelRouter
+from tmas.nodes.control.stop_rules import RecordStop, first_holding, run_finished
 from tmas.nodes.prompts import PromptSet
 from tmas.state import RunState
 
@@ -38,7 +35,7 @@ def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
             max_attempts=node.retry.max_attempts,
             initial_interval=node.retry.initial_interval,
         )
-    if node.type in LLM_NODE_TYPES:
+    if NODE_TYPES[node.type].calls_llm:
         return retry_policy(config)
     return None
 
@@ -46,12 +43,30 @@ def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
 def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext) -> Any:
     """The node callable: an LLM node records its failed calls; a node right after a solver
     stops the run when every solver call failed."""
-    action = NODE_TYPES[node.type](context, **node.params)
-    if node.type in LLM_NODE_TYPES:
+    node_type = NODE_TYPES[node.type]
+    action = node_type.build(context, node.params)
+    if node_type.calls_llm:
         action = record_failures(action, node.id, _retry(node, context.config), context.config)
     if node.id in after_solvers(spec):
         action = RequireCandidate(action)
     return action
+
+
+def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
+    """Ids of the spec's nodes whose type has ``trait`` (a flag of :class:`NodeType`), in
+    declaration order.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> nodes_where(load_bundled("tmas"), "ends_iteration")
+        ['record_iteration']
+    """
+    ensure_builtins()
+    return [
+        node.id
+        for node in spec.nodes
+        if node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait)
+    ]
 
 
 def after_solvers(spec: GraphSpec) -> set[str]:
@@ -67,14 +82,14 @@ def after_solvers(spec: GraphSpec) -> set[str]:
 
 
 def solver_nodes(spec: GraphSpec) -> list[str]:
-    """Ids of the nodes that write the candidates (nodes of type ``solve``).
+    """Ids of the nodes that write the candidates (types registered ``produces_candidates``).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
         >>> solver_nodes(load_bundled("tmas"))
         ['solve']
     """
-    return [node.id for node in spec.nodes if node.type == "solve"]
+    return nodes_where(spec, "produces_candidates")
 
 
 def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -> list[dict]:
@@ -95,16 +110,41 @@ def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -
     return [{**base, "copy": i} for i in range(fanout.copies or 0)]
 
 
-def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:
-    source = _endpoint(edge.source)
-    targets = [_endpoint(t) for t in edge.targets]
-    if edge.until is not None:
-        stop = STOP_CONDITIONS[edge.until]
-        exit_to, back_to = _endpoint(edge.exit), targets[0]
+def stop_node(source: str) -> str:
+    """The name of the node through which the loop leaving ``source`` exits when a condition
+    other than ``run_finished`` ended it (it records the stop reason).
+
+    Example:
+        >>> stop_node("record_iteration")
+        'record_iteration.stop'
+    """
+    return f"{source}.stop"
+
+
+def _add_loop(graph: StateGraph, edge: EdgeSpec) -> None:
+    source, back_to, exit_to = _endpoint(edge.source), edge.targets[0], _endpoint(edge.exit)
+    conditions = edge.conditions
+    if conditions == ["run_finished"]:
         graph.add_conditional_edges(
-            source, lambda s: exit_to if stop(s) else back_to, [back_to, exit_to]
+            source, lambda s: exit_to if run_finished(s) else back_to, [back_to, exit_to]
         )
+        return
+    via = stop_node(edge.source)
+    graph.add_node(via, RecordStop(conditions))
+    graph.add_edge(via, exit_to)
+    graph.add_conditional_edges(
+        source,
+        lambda s: via if first_holding(conditions, s) else back_to,
+        [back_to, via],
+    )
+
+
+def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:
+    if edge.until is not None:
+        _add_loop(graph, edge)
     elif edge.fanout is not None:
+        source = _endpoint(edge.source)
+        targets = [_endpoint(t) for t in edge.targets]
         fanout = edge.fanout
 
         def route(state: dict[str, Any]) -> list[Send]:
@@ -122,26 +162,27 @@ def _add_plain_edges(graph: StateGraph, spec: GraphSpec) -> None:
 
 def compile_spec(
     spec: GraphSpec,
-    config: TMASConfig,
+    config: TMASConfig | Mapping[str, Any] | None,
     router: ModelRouter,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
     state_schema: type = RunState,
 ) -> CompiledStateGraph:
-    """Validate ``spec`` and compile it with the given config, models and checkpointer.
+    """Validate ``spec`` and compile it with the given models and checkpointer; its config is
+    the spec's ``config:`` block under the settings ``config`` gives
+    (:func:`tmas.graphs.settings.topology_config`).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
         >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> cfg = TMASConfig(n_candidates=3, max_iterations=1)
         >>> router = ModelRouter(ScriptedChatModel())
-        >>> graph = compile_spec(load_bundled("majority_vote"), cfg, router)
-        >>> len(graph.invoke({"problem": "What is 9 + 9?"})["history"][0]["answers"])
-        3
+        >>> graph = compile_spec(load_bundled("majority_vote"), {"n_candidates": 3}, router)
+        >>> [len(record["answers"]) for record in graph.invoke({"problem": "9 + 9?"})["history"]]
+        [3]
     """
     validate_spec(spec)
-    config.check_roles()
+    config = topology_config(spec, config).check_roles()
     prompt_set = PromptSet(spec.prompts)
     graph = StateGraph(state_schema)
     for node in spec.nodes:
@@ -156,15 +197,13 @@ def compile_spec(
     return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)
 
 
-STORE_NODE_TYPES = {"delm_seed", "delm_worker", "delm_answer"}
-
-
 def spec_uses_store(spec: GraphSpec) -> bool:
-    """Whether a topology's nodes share a LangGraph store while they run.
+    """Whether a topology's nodes share a LangGraph store while they run (a node type
+    registered ``needs_store``).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
         >>> spec_uses_store(load_bundled("delm")), spec_uses_store(load_bundled("tmas"))
         (True, False)
     """
-    return any(node.type in STORE_NODE_TYPES for node in spec.nodes)
+    return bool(nodes_where(spec, "needs_store"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmas.config import TMASConfig
-from tmas.graphs.registry import LLM_CALL_BOUNDS, LLM_NODE_TYPES, TASK_SIZES, ensure_builtins
+from tmas.graphs.registry import NODE_TYPES, TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.nodes.control.iteration import round_size
 
@@ -39,11 +39,19 @@ def _final_round_size(spec: GraphSpec) -> int | None:
 
 
 def _calls_per_run(node: NodeSpec, config: TMASConfig) -> tuple[int, bool]:
-    if node.type not in LLM_NODE_TYPES:
+    node_type = NODE_TYPES[node.type]
+    if not node_type.calls_llm:
         return 0, True
-    if node.type in LLM_CALL_BOUNDS:
-        return LLM_CALL_BOUNDS[node.type](node.params, config), False
+    if node_type.max_calls is not None:
+        return node_type.max_calls(node.params, config), False
     return 1, True
+
+
+def _may_stop_early(spec: GraphSpec, config: TMASConfig) -> bool:
+    """Whether a run can end before ``max_iterations``: the consensus rule, or a loop that
+    also stops on a condition other than ``run_finished``."""
+    extra = any(set(edge.conditions) - {"run_finished"} for edge in spec.edges)
+    return config.stop_on_consensus or extra
 
 
 def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
@@ -51,8 +59,8 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
 
     Each iteration's width comes from ``round_widths`` or N (and a planner's
     ``final_round_size``); a fan-out sends what its task builder's registered count says; a
-    topology without a loop runs once; the consensus rule can end a run early (then the total
-    is a bound).
+    topology without a loop runs once; the consensus rule or a loop's own stop condition can end
+    a run early (then the total is a bound).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -69,7 +77,7 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
     looped = any(edge.until for edge in spec.edges)
     fanned = {t for edge in spec.edges if edge.fanout for t in edge.targets}
     final_round = _final_round_size(spec)
-    total, exact, bound = 0, not config.stop_on_consensus, True
+    total, exact, bound = 0, not _may_stop_early(spec, config), True
     for iteration in range(1, (config.max_iterations if looped else 1) + 1):
         width = round_size(config, iteration, final_round)
         for edge in spec.edges:

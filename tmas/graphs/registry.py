@@ -1,43 +1,54 @@
-"""Registries of node types, fan-out task builders, loop stop conditions and selection rules,
-by name.
+"""Registries of node types, fan-out task builders, planners, stop conditions and selection
+rules, by name.
 
 Built-in entries come from ``tmas.graphs.builtin``; users add their own from any module::
 
     from tmas.graphs.registry import register_node
 
     @register_node("shout")
-    def make_shout(ctx, **params):
-        return lambda state: {"final_answer": (state.get("final_answer") or "").upper()}
+    def make_shout(ctx, suffix: str = "!"):
+        return lambda state: {"final_answer": (state.get("final_answer") or "") + suffix}
 
-and load it with ``tmas solve --plugin my_module`` or ``load_plugin("my_module")``.
+and load it with ``tmas solve --plugin my_module`` (or ``--plugin ./my_module.py``), or
+``load_plugin("my_module")``. A node factory's keyword parameters are the node's ``params:``
+in a spec; their names and annotated types are checked with the spec, before anything runs.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter
+from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
-from tmas.nodes.prompts import PromptSet
-from tmas.registries import register_in
+from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
+from tmas.nodes.prompts import PromptSet, register_prompts
+from tmas.plugins import load_plugin
+from tmas.registries import keyword_problems, register_in
+from tmas.roles import register_role
 
 __all__ = [
-    "LLM_CALL_BOUNDS",
-    "LLM_NODE_TYPES",
     "NODE_TYPES",
+    "PLANNERS",
     "SELECTION_RULES",
     "STOP_CONDITIONS",
     "TASK_BUILDERS",
     "TASK_SIZES",
     "NodeContext",
+    "NodeType",
+    "PlanChoice",
+    "PlanRequest",
     "TaskSize",
     "ensure_builtins",
     "load_plugin",
     "register_node",
+    "register_planner",
+    "register_prompts",
+    "register_role",
     "register_selection",
     "register_stop",
     "register_tasks",
@@ -45,9 +56,9 @@ __all__ = [
 
 NodeFactory = Callable[..., Callable[[Any], dict[str, Any]]]
 TaskBuilder = Callable[[dict[str, Any], TMASConfig], list[dict[str, Any]]]
-StopCondition = Callable[[dict[str, Any]], bool]
 CallBound = Callable[[dict[str, Any], TMASConfig], int]
 TaskCount = Callable[[TMASConfig, int], int]
+ParamCheck = Callable[[Mapping[str, Any]], list[str]]
 
 
 @dataclass(frozen=True)
@@ -69,39 +80,92 @@ class NodeContext:
     prompts: PromptSet = field(default_factory=PromptSet)
 
 
-NODE_TYPES: dict[str, NodeFactory] = {}
-LLM_NODE_TYPES: set[str] = set()
-LLM_CALL_BOUNDS: dict[str, CallBound] = {}
+@dataclass(frozen=True)
+class NodeType:
+    """A registered node type: its factory and what the engine needs to know about it.
+
+    ``calls_llm``: gets the run's retry policy and counts one model call per run (or at most
+    ``max_calls(params, config)``); ``needs_store``: its nodes share the run's LangGraph store;
+    ``produces_candidates``: it writes the iteration's candidates (the node after it stops the
+    run when every call failed, and a resume makes those calls again); ``ends_iteration``: an
+    iteration is over after it (a reviewed run pauses there, a fork starts there);
+    ``check_params``: extra checks of its parameters beyond names and types.
+    """
+
+    name: str
+    factory: NodeFactory
+    calls_llm: bool = False
+    max_calls: CallBound | None = None
+    needs_store: bool = False
+    produces_candidates: bool = False
+    ends_iteration: bool = False
+    check_params: ParamCheck | None = None
+
+    def build(self, context: NodeContext, params: Mapping[str, Any]) -> Any:
+        """The node callable for one spec node."""
+        return self.factory(context, **params)
+
+    def param_problems(self, params: Mapping[str, Any]) -> list[str]:
+        """What is wrong with a node's ``params``: names the factory does not take, values of
+        the wrong type, missing required ones, and what ``check_params`` finds.
+
+        Example:
+            >>> ensure_builtins()
+            >>> NODE_TYPES["record_iteration"].param_problems({"selection": "vote_last", "k": 2})
+            ["parameter 'k' is not taken (it takes: selection)"]
+            >>> NODE_TYPES["start_iteration"].param_problems({"planner": "refine", "k": 2})
+            ["planner 'refine': option 'k' is not taken (it takes: none)"]
+        """
+        problems = keyword_problems(self.factory, params, what="parameter")
+        if not problems and self.check_params is not None:
+            problems += self.check_params(params)
+        return problems
+
+
+NODE_TYPES: dict[str, NodeType] = {}
 TASK_BUILDERS: dict[str, TaskBuilder] = {}
 TASK_SIZES: dict[str, TaskSize] = {}
-STOP_CONDITIONS: dict[str, StopCondition] = {}
 
 
 def register_node(
-    name: str, *, calls_llm: bool = False, max_calls: CallBound | None = None
+    name: str,
+    *,
+    calls_llm: bool = False,
+    max_calls: CallBound | None = None,
+    needs_store: bool = False,
+    produces_candidates: bool = False,
+    ends_iteration: bool = False,
+    check_params: ParamCheck | None = None,
 ) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
-    Nodes that ``calls_llm`` get the run's retry policy unless their spec sets one, and count
-    one model call per run in progress totals; a node whose number of calls depends on what
-    it finds gives ``max_calls(params, config)``, the most it makes in one run (progress
-    totals then say "at most").
+    The node callable takes the state (or its fan-out task) and returns a state update. What
+    the flags mean: see :class:`NodeType`. Registering the same factory again is harmless;
+    another one under a taken name is refused.
 
     Example:
         >>> @register_node("doc_example_noop")
         ... def make_noop(ctx, **params):
         ...     return lambda state: {}
-        >>> "doc_example_noop" in NODE_TYPES
-        True
+        >>> NODE_TYPES["doc_example_noop"].calls_llm
+        False
     """
-    register = register_in(NODE_TYPES, "node type", name)
 
     def decorate(factory: NodeFactory) -> NodeFactory:
-        register(factory)  # raises before anything changes when the name is taken
-        if calls_llm:
-            LLM_NODE_TYPES.add(name)
-            if max_calls is not None:
-                LLM_CALL_BOUNDS[name] = max_calls
+        existing = NODE_TYPES.get(name)
+        if existing is not None and existing.factory is factory:
+            return factory
+        entry = NodeType(
+            name,
+            factory,
+            calls_llm=calls_llm,
+            max_calls=max_calls,
+            needs_store=needs_store,
+            produces_candidates=produces_candidates,
+            ends_iteration=ends_iteration,
+            check_params=check_params,
+        )
+        register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
         return factory
 
     return decorate
@@ -135,26 +199,6 @@ def register_tasks(
     return decorate
 
 
-def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:
-    """Register a loop stop condition ``(state) -> bool`` (True ends the loop)."""
-    return register_in(STOP_CONDITIONS, "stop condition", name)
-
-
 def ensure_builtins() -> None:
     """Load the built-in node types, task builders and stop conditions."""
     importlib.import_module("tmas.graphs.builtin")
-
-
-def load_plugin(module: str) -> None:
-    """Import a user module so that its ``register_*`` calls take effect.
-
-    Example:
-        >>> load_plugin("no_such_plugin")
-        Traceback (most recent call last):
-        ...
-        ValueError: cannot import plugin 'no_such_plugin': No module named 'no_such_plugin'
-    """
-    try:
-        importlib.import_module(module)
-    except ImportError as exc:
-        raise ValueError(f"cannot import plugin {module!r}: {exc}") from None

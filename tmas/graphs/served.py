@@ -1,36 +1,53 @@
-"""The graph factory that ``langgraph.json`` exposes to LangGraph's server and Studio.
+"""The graph factories that ``langgraph.json`` exposes to LangGraph's server and Studio: one
+per bundled topology, each compiled from its spec file (``make_graph`` is TMAS).
 
 The backend comes from the environment: ``TMAS_BASE_URL`` and ``TMAS_MODEL`` select an
 OpenAI-compatible endpoint (e.g. ``vllm serve``); otherwise the embedded llama.cpp model runs.
-The server supplies its own checkpointer.
+The server supplies its own checkpointer and store.
+
+Example:
+    >>> callable(make_pacore) and callable(make_delm)
+    True
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 from langgraph.graph.state import CompiledStateGraph
 
-from tmas.config import TMASConfig
-from tmas.graphs.tmas import build_tmas_graph
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.graphs.bundled import bundled_names, load_bundled
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.settings import topology_config
+from tmas.llm.backend import backend_from_env, make_router
 
 
-def backend_from_env() -> BackendSpec:
-    """The backend named by ``TMAS_BASE_URL``/``TMAS_MODEL`` (embedded llama.cpp when unset).
+def served_graph(name: str) -> CompiledStateGraph:
+    """Bundled topology ``name`` with its own settings and the environment's backend."""
+    spec = load_bundled(name)
+    config = topology_config(spec)
+    return compile_spec(spec, config, make_router(backend_from_env(), config))
+
+
+def _factory(name: str) -> Callable[[], CompiledStateGraph]:
+    def make() -> CompiledStateGraph:
+        return served_graph(name)
+
+    make.__name__ = f"make_{name}"
+    make.__doc__ = f"The bundled {name!r} topology for the LangGraph server."
+    return make
+
+
+FACTORIES = {f"make_{name}": _factory(name) for name in bundled_names()}
+globals().update(FACTORIES)
+make_graph = FACTORIES["make_tmas"]
+
+
+def langgraph_graphs() -> dict[str, str]:
+    """The ``graphs`` entry of ``langgraph.json``: each bundled topology's factory.
 
     Example:
-        >>> backend_from_env().kind in ("llamacpp", "openai")
-        True
+        >>> langgraph_graphs()["pacore"]
+        './tmas/graphs/served.py:make_pacore'
     """
-    base_url = os.environ.get("TMAS_BASE_URL")
-    model = os.environ.get("TMAS_MODEL")
-    if base_url:
-        return BackendSpec(kind="openai", base_url=base_url, model=model)
-    return BackendSpec(kind="llamacpp", model=model)
-
-
-def make_graph() -> CompiledStateGraph:
-    """Build the TMAS graph with the default config and the environment's backend."""
-    config = TMASConfig()
-    return build_tmas_graph(config, llm=make_router(backend_from_env(), config))
+    return {name: f"./tmas/graphs/served.py:make_{name}" for name in bundled_names()}

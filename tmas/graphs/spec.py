@@ -19,8 +19,8 @@ prompt templates (``prompts:``, key ``group/name`` to the text or to ``{file: PA
 to the spec file, see :mod:`tmas.nodes.prompts`).
 
 An edge with ``fanout`` sends one task per item (a registered task builder, a state list or
-K copies); an edge with ``until`` loops back to ``to`` until the named stop condition holds,
-then goes to ``exit`` (END by default).
+K copies); an edge with ``until`` loops back to ``to`` until one of the named stop conditions
+holds (one name or a list), then goes to ``exit`` (END by default).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class EdgeSpec(BaseModel):
     source: str = Field(alias="from")
     target: str | list[str] = Field(alias="to")
     fanout: FanOut | None = None
-    until: str | None = None
+    until: str | list[str] | None = None
     exit: str = END
 
     @property
@@ -108,10 +108,25 @@ class EdgeSpec(BaseModel):
         """The targets as a list."""
         return [self.target] if isinstance(self.target, str) else list(self.target)
 
+    @property
+    def conditions(self) -> list[str]:
+        """The stop conditions of a loop edge as a list (empty for other edges).
+
+        Example:
+            >>> EdgeSpec.model_validate({"from": "a", "to": "b",
+            ...                          "until": ["run_finished", "consensus"]}).conditions
+            ['run_finished', 'consensus']
+        """
+        if self.until is None:
+            return []
+        return [self.until] if isinstance(self.until, str) else list(self.until)
+
     @model_validator(mode="after")
     def _loop_is_plain(self) -> EdgeSpec:
         if self.until is not None and (self.fanout is not None or len(self.targets) != 1):
             raise ValueError("a loop edge (until) has one target and no fanout")
+        if isinstance(self.until, list) and not self.until:
+            raise ValueError("a loop edge needs at least one stop condition in until")
         return self
 
 
@@ -148,6 +163,88 @@ class GraphSpec(BaseModel):
             {'solver/system': 'Be brief.'}
         """
         return self.model_copy(update={"prompts": {**self.prompts, **overrides}})
+
+    def renamed(self, name: str, description: str | None = None) -> GraphSpec:
+        """This spec under another name (and description).
+
+        Example:
+            >>> GraphSpec(name="x", nodes=[], edges=[]).renamed("y").name
+            'y'
+        """
+        update: dict[str, Any] = {"name": name}
+        if description is not None:
+            update["description"] = description
+        return self.model_copy(update=update)
+
+    def with_config(self, **values: Any) -> GraphSpec:
+        """This spec with more defaults in its ``config:`` block.
+
+        Example:
+            >>> GraphSpec(name="x", nodes=[], edges=[]).with_config(n_candidates=8).config
+            {'n_candidates': 8}
+        """
+        return self.model_copy(update={"config": {**self.config, **values}})
+
+    def with_params(self, node_id: str, **params: Any) -> GraphSpec:
+        """This spec with node ``node_id``'s parameters updated; KeyError for an unknown id.
+
+        Example:
+            >>> spec = GraphSpec.model_validate({"name": "x", "nodes": [{"id": "a",
+            ...     "type": "start_iteration"}], "edges": []})
+            >>> spec.with_params("a", planner="refine").nodes[0].params
+            {'planner': 'refine'}
+        """
+        if node_id not in self.node_ids():
+            raise KeyError(f"no node {node_id!r}; nodes: {', '.join(self.node_ids())}")
+        nodes = [
+            n.model_copy(update={"params": {**n.params, **params}}) if n.id == node_id else n
+            for n in self.nodes
+        ]
+        return self.model_copy(update={"nodes": nodes})
+
+    def without_nodes(self, *node_ids: str) -> GraphSpec:
+        """This spec without the given nodes (an ablation): each is taken out of the edges that
+        lead to it; an edge left without targets, or a loop exit, leads instead (as a plain
+        edge) to where the node's own single plain edge led. Validate the result
+        (``tmas.load_topology``).
+
+        Example:
+            >>> from tmas.graphs.bundled import load_bundled
+            >>> ablation = load_bundled("tmas").without_nodes("extract_guideline")
+            >>> [e.target for e in ablation.edges if e.source == "summaries_ready"]
+            [['extract_experience']]
+        """
+        unknown = [i for i in node_ids if i not in self.node_ids()]
+        if unknown:
+            raise KeyError(f"no node {unknown[0]!r}; nodes: {', '.join(self.node_ids())}")
+        gone = set(node_ids)
+
+        def onward(node_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
+            outs = [e for e in self.edges if e.source == node_id]
+            if len(outs) != 1 or outs[0].fanout or outs[0].until or node_id in seen:
+                return []
+            found: list[str] = []
+            for target in outs[0].targets:
+                found += onward(target, seen | {node_id}) if target in gone else [target]
+            return found
+
+        edges = []
+        for edge in self.edges:
+            if edge.source in gone:
+                continue
+            kept = [t for t in edge.targets if t not in gone]
+            update: dict[str, Any] = {}
+            if not kept:  # bypass the removed nodes; a fan-out into them has nothing to send
+                kept = [t for removed in edge.targets for t in onward(removed)]
+                update["fanout"] = None
+            if not kept:
+                continue
+            update["target"] = kept[0] if len(kept) == 1 and isinstance(edge.target, str) else kept
+            if edge.until and edge.exit in gone:
+                update["exit"] = (onward(edge.exit) or [END])[0]
+            edges.append(edge.model_copy(update=update))
+        nodes = [n for n in self.nodes if n.id not in gone]
+        return self.model_copy(update={"nodes": nodes, "edges": edges})
 
 
 def _field_problems(exc: ValidationError) -> list[str]:

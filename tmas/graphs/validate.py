@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import networkx as nx
 
-from tmas.graphs.registry import NODE_TYPES, STOP_CONDITIONS, TASK_BUILDERS, ensure_builtins
+from tmas.graphs.registry import (
+    NODE_TYPES,
+    PLANNERS,
+    STOP_CONDITIONS,
+    TASK_BUILDERS,
+    ensure_builtins,
+)
 from tmas.graphs.spec import END, START, GraphSpec, SpecError
 from tmas.nodes.prompts import builtin_templates, override_problems
 from tmas.roles import BUILTIN_ROLES, declare_roles, declared_roles
@@ -78,11 +84,13 @@ def _reference_problems(spec: GraphSpec) -> list[str]:
                 problems.append(f"edge {edge.source} -> {target}: no such node (dangling edge)")
         if edge.fanout and edge.fanout.tasks and edge.fanout.tasks not in TASK_BUILDERS:
             problems.append(f"edge from {edge.source}: unknown task builder {edge.fanout.tasks!r}")
-        if edge.until and edge.until not in STOP_CONDITIONS:
-            known = ", ".join(sorted(STOP_CONDITIONS))
-            problems.append(
-                f"edge from {edge.source}: unknown stop condition {edge.until!r} (known: {known})"
-            )
+        for condition in edge.conditions:
+            if condition not in STOP_CONDITIONS:
+                known = ", ".join(sorted(STOP_CONDITIONS))
+                problems.append(
+                    f"edge from {edge.source}: unknown stop condition {condition!r} "
+                    f"(known: {known})"
+                )
     sources = [e.source for e in spec.edges]
     for edge in spec.edges:
         if (edge.fanout or edge.until) and sources.count(edge.source) > 1:
@@ -161,10 +169,32 @@ def _role_and_prompt_problems(spec: GraphSpec) -> list[str]:
     return problems + override_problems(spec.prompts, builtin_templates())
 
 
+def _param_problems(spec: GraphSpec) -> list[str]:
+    """Node parameters their type does not take or cannot use (checked against the node
+    factory's signature and annotations), and planner modes without a solver prompt."""
+    problems = []
+    prompts = {**builtin_templates(), **spec.prompts}
+    for node in spec.nodes:
+        node_type = NODE_TYPES.get(node.type)
+        if node_type is None:
+            continue
+        problems += [f"node {node.id}: {p}" for p in node_type.param_problems(node.params)]
+        planner = PLANNERS.get(str(node.params.get("planner", "")))
+        for mode in planner.modes if planner is not None else ():
+            if f"solver/{mode}" not in prompts:
+                problems.append(
+                    f"node {node.id}: planner {node.params['planner']!r} makes {mode!r} "
+                    f"candidates but there is no solver/{mode} prompt (register it or add it "
+                    "to the spec's prompts: block)"
+                )
+    return problems
+
+
 def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """Raise ``SpecError`` listing every problem; return the spec when it is valid.
 
-    Checks: node types, task builders and stop conditions are registered; edges name existing
+    Checks: node types, task builders and stop conditions are registered; node parameters are
+    ones their type takes, of the right types (planners, selection rules known); edges name existing
     nodes; every node is reachable from START and can reach END; every cycle has an exit; a
     join (a node with several plain incoming edges) neither includes START nor mixes sources
     inside and outside its loop; roles are declared and prompt overrides use only the fields
@@ -172,6 +202,7 @@ def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """
     ensure_builtins()
     problems = _reference_problems(spec) + _role_and_prompt_problems(spec)
+    problems += _param_problems(spec)
     if not problems:
         problems = _structure_problems(spec)
     if problems:

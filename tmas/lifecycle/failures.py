@@ -241,7 +241,7 @@ def solver_replay(
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
-        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas import build_tmas_graph
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> config = TMASConfig(n_candidates=2, max_iterations=1, max_retries=0)
         >>> down = ScriptedChatModel(fail_when=lambda role, n: role == "solver")

@@ -51,7 +51,7 @@ def iteration_records(checkpointer: BaseCheckpointSaver, run_id: str) -> list[It
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
-        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas import build_tmas_graph
         >>> from tmas.config import TMASConfig
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> saver = InMemorySaver()

@@ -10,21 +10,21 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec, solver_nodes, spec_uses_store
+from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
-from tmas.graphs.registry import load_plugin
+from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.failures import solver_replay
 from tmas.lifecycle.history import iteration_records
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
+from tmas.plugins import load_plugin
 from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 from tmas.storage.run_registry import RunRecord
 
 DEFAULT_MAX_CONCURRENCY = 16
-ITERATION_END = "record_iteration"  # the node type after which a reviewed run pauses
 
 EventSink = Callable[[dict[str, Any]], None]
 # Called with the state after each iteration of a reviewed run; returns channel updates to
@@ -43,6 +43,16 @@ class RunOutcome:
     run_id: str
     state: dict[str, Any]
     paused: bool = False  # stopped by a reviewer after an iteration; resume to go on
+
+    @property
+    def final_answer(self) -> str | None:
+        """The run's answer (by its selection rule), or None."""
+        return self.state.get("final_answer")
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """Every iteration's record: answers, vote, scores, Pass@1."""
+        return list(self.state.get("history") or [])
 
     @property
     def finished(self) -> bool:
@@ -145,13 +155,17 @@ class RunManager:
         review: Reviewer | None = None,
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad).
+        Its config is the topology's ``config:`` block under the fields ``config`` sets
+        (:func:`tmas.graphs.settings.topology_config`).
 
         ``on_event`` receives the agents' live events (:mod:`tmas.lifecycle.events`);
         ``review`` pauses the run after each iteration (see ``Reviewer``)."""
+        spec = spec or load_bundled("tmas")
+        config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
-        spec = spec or load_bundled("tmas")
-        topology = {"spec": spec.model_dump(by_alias=True), "plugins": list(plugins or [])}
+        saved_plugins = [load_plugin(ref) for ref in plugins or []]  # files by absolute path
+        topology = {"spec": spec.model_dump(by_alias=True), "plugins": saved_plugins}
         graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
         self.registry.create(
             run_id,
@@ -290,13 +304,14 @@ def finished_status(state: dict[str, Any]) -> str | None:
 
 def iteration_end_node(spec: GraphSpec) -> str:
     """The node after which an iteration is over (where a reviewed run pauses, and from whose
-    checkpoint a run is forked); ValueError for topologies without iterations.
+    checkpoint a run is forked: a node type registered ``ends_iteration``); ValueError for
+    topologies without iterations.
 
     Example:
         >>> iteration_end_node(load_bundled("tmas"))
         'record_iteration'
     """
-    for node in spec.nodes:
-        if node.type == ITERATION_END:
-            return node.id
-    raise ValueError(f"topology {spec.name!r} has no {ITERATION_END} node: it has no iterations")
+    found = nodes_where(spec, "ends_iteration")
+    if not found:
+        raise ValueError(f"topology {spec.name!r} has no node that ends an iteration")
+    return found[0]

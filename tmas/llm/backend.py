@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+from collections.abc import Mapping
 from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelRouter
+from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
 
@@ -17,8 +19,10 @@ class BackendSpec(BaseModel):
     """Which engine serves the models. Holds no secret: API keys come from the environment.
 
     ``kind``: ``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible endpoint,
-    e.g. ``vllm serve``) or ``vllm`` (vLLM in-process). ``model`` is a GGUF path or ``qwen``/
-    ``smollm2`` for llamacpp, a served model name for openai, a model id or path for vllm.
+    e.g. ``vllm serve``), ``vllm`` (vLLM in-process) or ``custom`` (chat models a Python
+    caller passed; ``model`` describes them, and they cannot be rebuilt from it). ``model``
+    is a GGUF path or ``qwen``/``smollm2`` for llamacpp, a served model name for openai, a
+    model id or path for vllm.
 
     Example:
         >>> BackendSpec(kind="openai", base_url="http://127.0.0.1:8000/v1", model="m").kind
@@ -27,7 +31,7 @@ class BackendSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["llamacpp", "openai", "vllm"] = "llamacpp"
+    kind: Literal["llamacpp", "openai", "vllm", "custom"] = "llamacpp"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "TMAS_API_KEY"
@@ -80,6 +84,43 @@ class BackendSpec(BaseModel):
         return f"{self.kind}:{self.model or 'default'}{where}"
 
 
+class CustomModelError(ValueError):
+    """A run's models were chat models passed from Python: they cannot be rebuilt from the
+    saved settings, so the run continues only where the caller passes them again."""
+
+
+def custom_backend(
+    main: BaseChatModel, overrides: Mapping[str, BaseChatModel] | None = None
+) -> BackendSpec:
+    """The saved description of chat models a Python caller passed (never a secret: a class
+    name and model name, and for an endpoint its URL).
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> custom_backend(ScriptedChatModel(), {"verifier": ScriptedChatModel()}).model
+        'ScriptedChatModel; verifier: ScriptedChatModel'
+    """
+    described = [describe_model(main)]
+    described += [f"{role}: {describe_model(model)}" for role, model in (overrides or {}).items()]
+    return BackendSpec(kind="custom", model="; ".join(described))
+
+
+def backend_from_env() -> BackendSpec:
+    """The default backend: the OpenAI-compatible endpoint ``TMAS_BASE_URL`` (model
+    ``TMAS_MODEL``) when set, as on the command line; else the embedded llama.cpp model
+    (``TMAS_MODEL`` may name it).
+
+    Example:
+        >>> backend_from_env().kind in ("llamacpp", "openai")
+        True
+    """
+    base_url = os.environ.get("TMAS_BASE_URL")
+    model = os.environ.get("TMAS_MODEL")
+    if base_url:
+        return BackendSpec(kind="openai", base_url=base_url, model=model)
+    return BackendSpec(kind="llamacpp", model=model).resolved()
+
+
 def require_module(module: str, hint: str) -> None:
     """Fail early, before a run is saved, when a backend's package is not installed.
 
@@ -113,8 +154,15 @@ def _openai_model(
 def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     """The main chat model of ``spec`` (the solver's, and every role's without an override).
 
-    Raises ``ValueError`` for settings that cannot work (an openai backend without a URL).
+    Raises ``ValueError`` for settings that cannot work (an openai backend without a URL), and
+    ``CustomModelError`` for models a Python caller passed.
     """
+    if spec.kind == "custom":
+        raise CustomModelError(
+            f"the models of this run were passed from Python ({spec.model}) and cannot be "
+            "rebuilt from its saved settings; continue it from Python with the same models: "
+            "tmas.resume(RUN_ID, llm=MODEL)"
+        )
     if spec.kind == "openai":
         if not spec.base_url or not spec.model:
             raise ValueError("the openai backend needs --base-url and --model")

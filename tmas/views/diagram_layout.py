@@ -81,7 +81,10 @@ def loop_label(edge: EdgeSpec) -> str:
         >>> loop_label(EdgeSpec.model_validate({"from": "a", "to": "b", "until": "done"}))
         'loop until not done'
     """
-    return f"loop until not {edge.until}"
+    conditions = edge.conditions
+    if len(conditions) == 1:
+        return f"loop until not {conditions[0]}"
+    return f"loop until not ({' or '.join(conditions)})"
 
 
 def spec_arcs(spec: GraphSpec) -> list[Arc]:
@@ -97,7 +100,7 @@ def spec_arcs(spec: GraphSpec) -> list[Arc]:
         if edge.until:
             assert isinstance(edge.target, str)
             arcs.append(Arc(edge.source, edge.target, "loop", loop_label(edge), edge))
-            arcs.append(Arc(edge.source, edge.exit, "exit", edge.until, edge))
+            arcs.append(Arc(edge.source, edge.exit, "exit", " or ".join(edge.conditions), edge))
         elif edge.fanout:
             label = fanout_label(edge)
             arcs.extend(Arc(edge.source, t, "fanout", label, edge) for t in edge.targets)

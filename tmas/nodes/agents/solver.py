@@ -10,6 +10,7 @@ from tmas.lifecycle.events import emit
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
 from tmas.nodes.common import AgentNode, agent_update
+from tmas.nodes.control.planners import BUILTIN_MODES
 from tmas.nodes.prompts import PromptSet
 from tmas.state import Candidate, RunState
 
@@ -19,8 +20,10 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
 
     Exploit tasks get their parent rollout, its verification summary and the experiences most
     related to it; explore tasks get the guideline bank; reference and aggregate tasks get the
-    earlier rollouts they read (PaCoRe's cut to ``reference_chars``); initial tasks get the
-    problem only. Plans name earlier rollouts by candidate index.
+    earlier rollouts they read (PaCoRe's cut to ``reference_chars``); experience tasks the
+    experiences most related to the problem; initial tasks the problem only. A mode of a
+    plugin's planner gets its parent and references when its plan names them, the related
+    experiences and the guideline bank. Plans name earlier rollouts by candidate index.
 
     Example:
         >>> from tmas.nodes.control.iteration import plan_iteration
@@ -29,29 +32,24 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         ['initial', 'initial']
     """
     previous = {rollout["index"]: rollout for rollout in state.get("previous", [])}
+    bank = state.get("experience_bank", [])
     tasks = []
     for plan in state.get("plans", []):
+        mode = plan["mode"]
+        custom = mode not in BUILTIN_MODES
         task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
-        if plan["mode"] == "exploit":
-            parent = clipped(previous[plan["parent_index"]], config.rollout_chars_in_prompt)
-            task["parent"] = parent
-            context = state["problem"] + "\n" + parent["text"]
-            task["experiences"] = relevant_experiences(
-                state.get("experience_bank", []), context, config.experiences_per_prompt
-            )
-        elif plan["mode"] == "explore":
+        if plan.get("parent_index") is not None and (mode == "exploit" or custom):
+            task["parent"] = clipped(previous[plan["parent_index"]], config.rollout_chars_in_prompt)
+        if plan.get("references") and (mode in ("reference", "aggregate") or custom):
+            limit = config.rollout_chars_in_prompt
+            if mode == "reference":
+                limit = config.reference_chars
+            task["references"] = [clipped(previous[i], limit) for i in plan["references"]]
+        if mode in ("exploit", "experience") or custom:
+            context = state["problem"] + ("\n" + task["parent"]["text"] if "parent" in task else "")
+            task["experiences"] = relevant_experiences(bank, context, config.experiences_per_prompt)
+        if mode == "explore" or custom:
             task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
-        elif plan["mode"] in ("reference", "aggregate"):
-            limit = (
-                config.reference_chars
-                if plan["mode"] == "reference"
-                else config.rollout_chars_in_prompt
-            )
-            task["references"] = [clipped(previous[i], limit) for i in plan.get("references", [])]
-        elif plan["mode"] == "experience":
-            task["experiences"] = relevant_experiences(
-                state.get("experience_bank", []), state["problem"], config.experiences_per_prompt
-            )
         tasks.append(task)
     return tasks
 

@@ -2,62 +2,20 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.nodes.common import live_candidates
+from tmas.nodes.control.planners import (
+    PLANNERS,
+    PlanChoice,
+    PlanRequest,
+    known_planner,
+    option_problems,
+)
 from tmas.nodes.prompts import clip
-from tmas.seeding import derive_seed, draw_uniform
-from tmas.state import RESET, Mode, Plan, RunState
-
-
-def choose_mode(config: TMASConfig, iteration: int, index: int) -> Mode:
-    """Epsilon-greedy choice for one candidate, seeded by (seed, iteration, index).
-
-    Example:
-        >>> choose_mode(TMASConfig(epsilon=1.0), 2, 0), choose_mode(TMASConfig(), 1, 0)
-        ('explore', 'initial')
-    """
-    if iteration == 1:
-        return "initial"
-    explore = draw_uniform(config.seed, "mode", iteration, index) < config.epsilon
-    return "explore" if explore else "exploit"
-
-
-PLANNERS = ("epsilon_greedy", "initial", "refine", "references", "aggregate", "experience")
-"""How later iterations make their candidates: TMAS's epsilon-greedy exploit/explore, fresh
-samples (majority vote), repair of the own rollout (self-refine, verify-refine), the previous
-round as references (PaCoRe), aggregation of k previous members (RSA), the experience bank
-(RSE)."""
-
-
-def parent_of(index: int, previous: list[int]) -> int:
-    """The earlier candidate that candidate ``index`` repairs: the one with the same index
-    when it has a rollout, else one of the rollouts in turn (``previous`` holds the indices of
-    the previous iteration's rollouts; failed calls left none).
-
-    Example:
-        >>> parent_of(1, [0, 1, 2]), parent_of(1, [0, 2]), parent_of(3, [0, 2])
-        (1, 2, 2)
-    """
-    return index if index in previous else previous[index % len(previous)]
-
-
-def _later_plan(
-    planner: str, config: TMASConfig, iteration: int, index: int, previous: list[int], k: int
-) -> tuple[Mode, int | None, list[int]]:
-    if planner == "epsilon_greedy":
-        mode = choose_mode(config, iteration, index)
-        return mode, (parent_of(index, previous) if mode == "exploit" else None), []
-    if planner == "refine":
-        return "exploit", parent_of(index, previous), []
-    if planner == "references":
-        return "reference", None, list(previous)
-    if planner == "aggregate":
-        rng = random.Random(derive_seed(config.seed, "aggregate", iteration, index))
-        return "aggregate", None, sorted(rng.sample(previous, min(k, len(previous))))
-    return "experience", None, []
+from tmas.seeding import derive_seed
+from tmas.state import RESET, Plan, RunState
 
 
 def round_size(config: TMASConfig, iteration: int, final_round_size: int | None = None) -> int:
@@ -82,15 +40,17 @@ def plan_iteration(
     previous: list[int],
     planner: str = "epsilon_greedy",
     *,
-    aggregate_k: int = 2,
     final_round_size: int | None = None,
+    rollouts: list[dict[str, Any]] | None = None,
+    **options: Any,
 ) -> list[Plan]:
     """The plans of every candidate of ``iteration``.
 
     ``previous`` holds the indices of the previous iteration's rollouts (a failed solver call
     left none); a plan names the rollouts it reads by those indices, so links survive failed
-    calls. Iteration 1 (and any iteration without previous rollouts) samples plainly;
-    ``planner`` decides the later ones; :func:`round_size` gives the number of candidates.
+    calls; ``rollouts`` are their compact records. Iteration 1 samples plainly; the registered
+    ``planner`` (with its ``options``) decides the later ones
+    (:mod:`tmas.nodes.control.planners`); :func:`round_size` gives the number of candidates.
 
     Example:
         >>> [p["mode"] for p in plan_iteration(TMASConfig(n_candidates=2), 1, [])]
@@ -101,26 +61,21 @@ def plan_iteration(
         ...                                            "refine")]
         [0, 2, 2]
     """
-    if planner not in PLANNERS:
-        raise ValueError(f"unknown planner {planner!r}; choose one of {', '.join(PLANNERS)}")
+    plan = PLANNERS[known_planner(planner)].plan
     plans: list[Plan] = []
     for index in range(round_size(config, iteration, final_round_size)):
-        mode: Mode = "initial"
-        parent, references = None, []
-        if iteration > 1 and previous and planner != "initial":
-            mode, parent, references = _later_plan(
-                planner, config, iteration, index, previous, aggregate_k
-            )
-        elif iteration > 1 and planner == "epsilon_greedy":
-            mode = "explore"  # nothing to repair: every rollout of the last round failed
+        choice = PlanChoice("initial")
+        if iteration > 1:
+            request = PlanRequest(config, iteration, index, list(previous), list(rollouts or []))
+            choice = plan(request, **options)
         plans.append(
             {
                 "iteration": iteration,
                 "index": index,
-                "mode": mode,
-                "parent_index": parent,
+                "mode": choice.mode,
+                "parent_index": choice.parent_index,
                 "seed": derive_seed(config.seed, "solve", iteration, index),
-                "references": references,
+                "references": list(choice.references),
             }
         )
     return plans
@@ -187,14 +142,16 @@ class StartIteration:
         config: TMASConfig,
         planner: str = "epsilon_greedy",
         *,
-        aggregate_k: int = 2,
         final_round_size: int | None = None,
+        **options: Any,
     ) -> None:
-        plan_iteration(config, 1, [], planner)  # rejects an unknown planner now
+        known_planner(planner)
+        if problems := option_problems(planner, options):
+            raise ValueError("; ".join(problems))
         self.config = config
         self.planner = planner
-        self.aggregate_k = aggregate_k
         self.final_round_size = final_round_size
+        self.options = options
 
     def __call__(self, state: RunState) -> dict[str, Any]:
         if state.get("stop_reason"):
@@ -216,8 +173,9 @@ class StartIteration:
                 iteration,
                 [rollout["index"] for rollout in previous],
                 self.planner,
-                aggregate_k=self.aggregate_k,
                 final_round_size=self.final_round_size,
+                rollouts=previous,
+                **self.options,
             ),
             "candidates": [RESET],
             "verifications": [RESET],

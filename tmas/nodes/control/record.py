@@ -7,11 +7,11 @@ from collections import defaultdict
 from typing import Any
 
 from tmas.answers.grading import pass_at_1
-from tmas.answers.parsing import normalize_answer
 from tmas.config import TMASConfig
 from tmas.lifecycle.events import emit
 from tmas.nodes.agents.summarizer import mean_score
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_rule
+from tmas.nodes.control.stop_rules import consensus
 from tmas.nodes.control.voting import add_vote, tally, weighted_vote, winner
 from tmas.state import Candidate, IterationRecord, RunState, failed
 
@@ -110,15 +110,14 @@ class RecordIteration:
             "vote_totals": totals,
             "final_answer": final_answer,
             "selection": self.selection,
-            "stop_reason": self.stop_reason(record, live_answers),
+            "stop_reason": self.stop_reason(record, state),
         }
 
-    def stop_reason(self, record: IterationRecord, answers: list[str | None]) -> str | None:
-        """Why the run ends after this iteration, or None to go on."""
+    def stop_reason(self, record: IterationRecord, state: RunState) -> str | None:
+        """Why the run ends after this iteration (``max_iterations``, or ``consensus`` when
+        ``stop_on_consensus`` is set and the stop condition of that name holds), or None."""
         if record["iteration"] >= self.config.max_iterations:
             return "max_iterations"
-        keys = {normalize_answer(a) for a in answers}
-        agreed = len(keys) == 1 and None not in keys
-        if self.config.stop_on_consensus and agreed and (record["mean_score"] or 0) >= 0.7:
+        if self.config.stop_on_consensus and consensus({**state, "history": [record]}):
             return "consensus"
         return None

@@ -14,6 +14,9 @@ parameter); ``--set selection=NAME`` overrides it. Register your own with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
 from tmas.nodes.control.voting import tally, winner
@@ -52,6 +55,21 @@ def selection_rule(name: str) -> SelectionRule:
         known = ", ".join(sorted(SELECTION_RULES))
         raise ValueError(f"unknown selection rule {name!r}; known: {known}")
     return SELECTION_RULES[name]
+
+
+def known_selection(name: str) -> str:
+    """``name`` when a selection rule is registered under it (ValueError otherwise).
+
+    Example:
+        >>> known_selection("vote_last")
+        'vote_last'
+    """
+    selection_rule(name)
+    return name
+
+
+SelectionName = Annotated[str, AfterValidator(known_selection)]
+"""A node parameter naming a registered selection rule (checked with the spec)."""
 
 
 def describe_selection(name: str) -> str:

@@ -95,7 +95,7 @@ def iteration_states(checkpointer: BaseCheckpointSaver, run_id: str) -> dict[int
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
-        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas import build_tmas_graph
         >>> from tmas.config import TMASConfig
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> saver = InMemorySaver()
@@ -136,7 +136,7 @@ def collect_iterations(checkpointer: BaseCheckpointSaver, run_id: str) -> list[I
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
-        >>> from tmas.graphs import build_tmas_graph
+        >>> from tmas import build_tmas_graph
         >>> from tmas.config import TMASConfig
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> saver = InMemorySaver()

@@ -1,0 +1,173 @@
+"""Planners, stop conditions and selection rules are registries usable by name from YAML; node
+types declare what the engine needs to know (store, candidates, iteration end); node
+parameters are checked with the spec, before anything runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import tmas
+from tests.cli_helpers import db_path, digest, invoke
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import solver_nodes, spec_uses_store
+from tmas.graphs.estimate import estimate_run_calls
+from tmas.graphs.registry import (
+    NODE_TYPES,
+    PLANNERS,
+    STOP_CONDITIONS,
+    PlanChoice,
+    ensure_builtins,
+    register_node,
+    register_planner,
+    register_prompts,
+    register_stop,
+)
+from tmas.graphs.spec import SpecError
+from tmas.lifecycle.manager import iteration_end_node
+from tmas.nodes.prompts import _REGISTERED
+from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.scripted import ScriptedReplies
+
+PROBLEM = "What is 9 + 9?"
+SMALL = {"n_candidates": 3, "n_verifications": 1, "max_iterations": 3}
+
+
+@pytest.fixture
+def registries() -> Iterator[None]:
+    """Registrations made by a test are forgotten after it."""
+    ensure_builtins()
+    saved = (dict(NODE_TYPES), dict(PLANNERS), dict(STOP_CONDITIONS), dict(_REGISTERED))
+    yield
+    for table, before in zip((NODE_TYPES, PLANNERS, STOP_CONDITIONS, _REGISTERED), saved,
+                             strict=True):
+        table.clear()
+        table.update(before)
+
+
+def tmas_with(**changes: Any) -> dict[str, Any]:
+    """The bundled TMAS spec as a dict, with its start and record nodes' params changed and
+    its loop's stop conditions replaced."""
+    data = load_bundled("tmas").model_dump(by_alias=True)
+    data["name"] = "changed"
+    for node in data["nodes"]:
+        node["params"] = {**node["params"], **changes.get(node["id"], {})}
+    if "until" in changes:
+        data["edges"][-1]["until"] = changes["until"]
+    return data
+
+
+def test_a_plugin_planner_is_used_by_name_from_a_spec(registries: None) -> None:
+    @register_planner("repair_first")
+    def repair_first(request: Any, spare: int = 0) -> PlanChoice:
+        if request.index < spare or not request.rollouts:
+            return PlanChoice("explore")
+        best = max(request.rollouts, key=lambda r: r["mean_score"] or 0)
+        return PlanChoice("exploit", parent_index=best["index"])
+
+    spec = tmas_with(start_iteration={"planner": "repair_first", "spare": 1})
+    state = tmas.build_graph(spec, llm=ScriptedChatModel(), config=SMALL).invoke(
+        {"problem": PROBLEM}
+    )
+    assert state["history"][1]["modes"] == ["explore", "exploit", "exploit"]
+    assert {c["parent_index"] for c in state["candidates"] if c["mode"] == "exploit"} == {0}
+
+
+def test_a_planner_mode_of_its_own_needs_and_uses_its_prompt(registries: None) -> None:
+    @register_planner("hinted", modes=("hint",))
+    def hinted(request: Any) -> PlanChoice:
+        return PlanChoice("hint", parent_index=request.previous[0] if request.previous else None)
+
+    spec = tmas_with(start_iteration={"planner": "hinted"})
+    with pytest.raises(SpecError, match="planner 'hinted' makes 'hint' candidates but there is no "
+                       "solver/hint prompt"):
+        tmas.load_topology(spec)
+    register_prompts("solver", {"hint": "HINT MODE\n{problem}\nEarlier: {parent}\n{guidelines}"})
+    state = tmas.build_graph(spec, llm=ScriptedChatModel(), config=SMALL).invoke(
+        {"problem": PROBLEM}
+    )
+    assert state["history"][2]["modes"] == ["hint"] * 3
+
+
+@pytest.mark.parametrize(
+    ("changes", "problem"),
+    [
+        ({"start_iteration": {"planner": "no_such"}}, "unknown planner 'no_such'"),
+        ({"start_iteration": {"planner": "aggregate", "aggregate_k": "two"}},
+         "planner 'aggregate': option 'aggregate_k': Input should be a valid integer"),
+        ({"start_iteration": {"planner": "refine", "aggregate_k": 2}},
+         "planner 'refine': option 'aggregate_k' is not taken"),
+        ({"start_iteration": {"final_round_size": 0}}, "final_round_size"),
+        ({"record_iteration": {"selection": "no_rule"}}, "unknown selection rule 'no_rule'"),
+        ({"record_iteration": {"vote": "all"}}, "parameter 'vote' is not taken"),
+        ({"until": ["run_finished", "no_condition"]}, "unknown stop condition 'no_condition'"),
+    ],
+)
+def test_bad_node_parameters_are_refused_with_the_spec(
+    changes: dict[str, Any], problem: str
+) -> None:
+    with pytest.raises(SpecError) as found:
+        tmas.load_topology(tmas_with(**changes))
+    assert problem in str(found.value)
+
+
+def test_bad_parameters_are_refused_by_the_command_line_before_anything_is_saved(
+    tmp_path: Any,
+) -> None:
+    import yaml
+
+    path = tmp_path / "typo.yaml"
+    spec = tmas_with(start_iteration={"planner": "refine", "aggregate_k": 2})
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    home = tmp_path / "home"
+    before = digest(db_path(home))
+    result = invoke(home, "solve", PROBLEM, "--graph", str(path))
+    assert result.exit_code == 2
+    assert "node start_iteration: planner 'refine': option 'aggregate_k'" in result.output
+    assert digest(db_path(home)) == before
+
+
+def test_a_loop_stop_condition_ends_the_run_and_becomes_its_stop_reason(registries: None) -> None:
+    @register_stop("second_round")
+    def second_round(state: dict[str, Any]) -> bool:
+        return state.get("iteration", 0) >= 2
+
+    spec = tmas.load_topology(tmas_with(until=["run_finished", "second_round"]))
+    assert not estimate_run_calls(spec, tmas.TMASConfig(**SMALL)).exact  # may stop early
+    state = tmas.build_graph(spec, llm=ScriptedChatModel(), config=SMALL).invoke(
+        {"problem": PROBLEM}
+    )
+    assert state["stop_reason"] == "second_round" and len(state["history"]) == 2
+    consensus = tmas.build_graph(
+        tmas_with(until=["run_finished", "consensus"]),
+        llm=ScriptedChatModel(replies=ScriptedReplies(answers=("18",))),
+        config=SMALL,
+    ).invoke({"problem": PROBLEM})
+    assert consensus["stop_reason"] == "consensus" and len(consensus["history"]) == 1
+
+
+def test_node_types_declare_store_candidates_and_iteration_end(registries: None) -> None:
+    @register_node("board_reader", needs_store=True, ends_iteration=True)
+    def board_reader(ctx: Any) -> Any:
+        return lambda state: {}
+
+    @register_node("writer", produces_candidates=True)
+    def writer(ctx: Any) -> Any:
+        return lambda state: {}
+
+    spec = tmas.load_topology(
+        {
+            "name": "custom",
+            "nodes": [{"id": "w", "type": "writer"}, {"id": "read", "type": "board_reader"}],
+            "edges": [
+                {"from": "START", "to": "w"},
+                {"from": "w", "to": "read"},
+                {"from": "read", "to": "END"},
+            ],
+        }
+    )
+    assert spec_uses_store(spec) and not spec_uses_store(load_bundled("tmas"))
+    assert solver_nodes(spec) == ["w"]
+    assert iteration_end_node(spec) == "read"

@@ -1,0 +1,205 @@
+"""The four recipes of ``docs/extending.md``, run as a user would: every file on the page is
+written to a fresh directory and every command runs there, with the installed ``tmas`` in a
+subprocess and no path tricks (plugins load from the current directory or by file path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from tmas.testing.fake_openai_server import FakeOpenAIServer
+from tmas.testing.scripted import ScriptedReplies
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "extending.md"
+BLOCK = re.compile(r"<!-- (file: (?P<name>\S+)|run) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Recipe:
+    """One section of the page: its files (name -> text) and its command blocks."""
+
+    title: str
+    files: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)
+
+
+def recipes() -> dict[str, Recipe]:
+    """The page's recipes by their letter."""
+    found: dict[str, Recipe] = {}
+    for section in re.split(r"\n(?=## )", DOC.read_text(encoding="utf-8")):
+        head = re.match(r"## \((\w)\) (.*)", section)
+        if not head:
+            continue
+        recipe = found.setdefault(head.group(1), Recipe(head.group(2)))
+        for block in BLOCK.finditer(section):
+            if block.group("name"):
+                recipe.files[block.group("name")] = block.group("body") + "\n"
+            else:
+                recipe.commands.append(block.group("body"))
+    return found
+
+
+def tmas_bin() -> str:
+    """The installed console script beside this interpreter."""
+    found = Path(sys.executable).with_name("tmas")
+    assert found.exists(), "the tmas console script is not installed"
+    return str(found)
+
+
+def run_recipe(letter: str, folder: Path, env_extra: dict[str, str]) -> list[str]:
+    """Write recipe ``letter``'s files into ``folder`` and run its commands there; the output
+    of each command, which must succeed."""
+    recipe = recipes()[letter]
+    for name, text in recipe.files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    env = {
+        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "TMAS_DB")
+    }
+    env.update(
+        TMAS_HOME=str(folder / "home"),
+        PATH=f"{Path(tmas_bin()).parent}{os.pathsep}{env.get('PATH', '')}",
+        **env_extra,
+    )
+    outputs = []
+    for command in recipe.commands:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+        outputs.append(done.stdout + done.stderr)
+    return outputs
+
+
+def show_json(folder: Path, run_id: str) -> dict:
+    done = subprocess.run(
+        [tmas_bin(), "show", run_id, "--json"],
+        cwd=folder,
+        env={**os.environ, "TMAS_HOME": str(folder / "home")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def server() -> FakeOpenAIServer:
+    with FakeOpenAIServer(replies=ScriptedReplies(answers=("42", "41", "15", "7"))) as fake:
+        yield fake
+
+
+@pytest.fixture
+def served(server: FakeOpenAIServer) -> dict[str, str]:
+    return {"TMAS_BASE_URL": server.base_url, "TMAS_MODEL": "scripted"}
+
+
+def test_the_page_has_four_recipes_each_with_files_and_commands() -> None:
+    found = recipes()
+    assert sorted(found) == ["a", "b", "c", "d"]
+    for recipe in found.values():
+        assert recipe.files and recipe.commands, recipe.title
+
+
+def test_a_new_role_with_its_own_prompt_and_model(
+    tmp_path: Path, server: FakeOpenAIServer, served: dict[str, str]
+) -> None:
+    (show_output,) = run_recipe("a", tmp_path, served)[-1:]
+    judged = [r for r in server.requests if (r.get("tmas") or {}).get("role") == "judge"]
+    assert len(judged) == 1
+    assert judged[0]["model"] == "judge-model"  # --role-model judge=judge-model
+    assert judged[0]["max_tokens"] == 256  # the budget the plugin declared
+    assert "The answers found, most voted first" in judged[0]["messages"][-1]["content"]
+    others = {r["model"] for r in server.requests if r not in judged}
+    assert others == {"scripted"}
+    state = show_json(tmp_path, "judged")
+    assert state["usage"]["judge"]["calls"] == 1
+    assert "judge" in state["extras"]
+    assert re.search(r"judge\W+1\b", show_output)  # its own row in the usage table
+
+
+def test_a_built_in_prompt_overridden_from_a_file(
+    tmp_path: Path, server: FakeOpenAIServer, served: dict[str, str]
+) -> None:
+    show_output = run_recipe("b", tmp_path, served)[-1]
+    systems = {
+        (r["tmas"]["role"], r["messages"][0]["content"]) for r in server.requests if r.get("tmas")
+    }
+    solver = {text for role, text in systems if role == "solver"}
+    assert solver and all(text.startswith("You are a meticulous competition") for text in solver)
+    assert all("\\boxed{answer}" in text for text in solver)  # {{ }} is a literal brace
+    assert any(role == "verifier" and text.startswith("You are a strict grader") for role, text
+               in systems)
+    assert "solver/system" in show_output and "meticulous competition" in show_output
+
+
+def test_a_planner_a_selection_rule_and_a_stop_condition(
+    tmp_path: Path, served: dict[str, str]
+) -> None:
+    diagram, solved = run_recipe("c", tmp_path, served)
+    assert "loop until not (run_finished or checks_agree)" in diagram
+    state = json.loads(solved[solved.index("{") :])
+    assert state["selection"] == "confident_vote"
+    assert state["stop_reason"] == "checks_agree"  # scripted checks score 0.8 >= 0.75
+    assert len(state["history"]) == 1
+
+
+def test_a_planner_repairs_the_best_rollout_when_the_loop_goes_on(
+    tmp_path: Path, served: dict[str, str]
+) -> None:
+    recipe = recipes()["c"]
+    for name, text in recipe.files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    spec = (tmp_path / "tmas_repair_best.yaml").read_text(encoding="utf-8")
+    (tmp_path / "tmas_repair_best.yaml").write_text(
+        spec.replace("until: [run_finished, checks_agree]", "until: run_finished"),
+        encoding="utf-8",
+    )
+    env = {**os.environ, "TMAS_HOME": str(tmp_path / "home"), **served}
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [tmas_bin(), "solve", "What is 7 + 8?", "--graph", "tmas_repair_best.yaml",
+         "--plugin", "best_first", "-n", "4", "-m", "1", "-t", "2", "--quiet", "--json"],
+        cwd=tmp_path, env=env, capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    state = json.loads(done.stdout)
+    assert state["history"][1]["modes"] == ["exploit", "exploit", "exploit", "explore"]
+
+
+def test_a_new_topology_from_existing_and_new_nodes(
+    tmp_path: Path, server: FakeOpenAIServer, served: dict[str, str]
+) -> None:
+    outputs = run_recipe("d", tmp_path, served)
+    state = json.loads(outputs[0][outputs[0].index("{") :])
+    assert state["selection"] == "best_scored_last"
+    assert len(state["history"]) == 1  # the spec's own config: one round
+    assert state["usage"]["reporter"]["calls"] == 1
+    assert state["extras"]["report"]
+    reports = [r for r in server.requests if (r.get("tmas") or {}).get("role") == "reporter"]
+    assert len(reports) == 2 and all(r["max_tokens"] == 96 for r in reports)
+    assert reports[0]["messages"][0]["content"].startswith("You explain solutions")
+    answer, report = outputs[1].strip().splitlines()[-1].split(" | ", 1)
+    assert answer == show_json(tmp_path, "report-py")["final_answer"] and report
+
+
+def test_the_new_topology_on_the_embedded_model(tmp_path: Path) -> None:
+    outputs = run_recipe("d", tmp_path, {})
+    state = json.loads(outputs[0][outputs[0].index("{") :])
+    assert state["stop_reason"] == "max_iterations"
+    assert state["usage"]["solver"]["calls"] == 2 and state["usage"]["verifier"]["calls"] == 2
+    assert state["usage"]["reporter"]["calls"] == 1
+    assert isinstance(state["extras"]["report"], str)

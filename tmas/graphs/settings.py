@@ -1,0 +1,46 @@
+"""A topology's settings: its spec's ``config:`` block under the settings a caller gives.
+
+The command line, the Python API, ``compile_spec``, runs and evaluations all resolve a run's
+config with :func:`topology_config`, so a topology behaves the same however it is started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tmas.config import TMASConfig, merged_config
+from tmas.graphs.spec import GraphSpec
+
+
+def given_settings(config: TMASConfig | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The settings a caller chose: a mapping as it is, or the fields a ``TMASConfig`` was
+    given explicitly (defaults it did not set give way to the topology's own).
+
+    Example:
+        >>> given_settings(TMASConfig(n_candidates=2)), given_settings(None)
+        ({'n_candidates': 2}, {})
+    """
+    if config is None:
+        return {}
+    if isinstance(config, TMASConfig):
+        return {name: getattr(config, name) for name in config.model_fields_set}
+    return dict(config)
+
+
+def topology_config(
+    spec: GraphSpec, config: TMASConfig | Mapping[str, Any] | None = None
+) -> TMASConfig:
+    """The config a run of ``spec`` uses: defaults, then the spec's ``config:`` block, then
+    the settings given (a ``TMASConfig``'s explicitly set fields, or a mapping). Round widths
+    given set the number of iterations unless it is given too. ConfigError names a bad field.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> config = topology_config(load_bundled("majority_vote"), TMASConfig(n_candidates=3))
+        >>> config.max_iterations, config.n_candidates
+        (1, 3)
+        >>> topology_config(load_bundled("self_refine"), {"n_verifications": 2}).n_verifications
+        2
+    """
+    return merged_config(spec.config, given_settings(config))
