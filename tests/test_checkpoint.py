@@ -66,7 +66,10 @@ with warnings.catch_warnings(record=True) as caught:
 
     reopened = open_checkpointer(connect(db))
     raw = reopened.get_tuple(thread).checkpoint["channel_values"]
-    loaded = {k: v for k, v in raw.items() if not k.startswith("__")}  # drop internal channels
+    from tmas.state import RunState
+
+    # the state's own channels (not LangGraph's: "__pregel_tasks", a join's "join:a+b:c")
+    loaded = {k: v for k, v in raw.items() if k in RunState.__annotations__}
     regraph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=reopened)
     via_graph = dict(regraph.get_state(thread).values)
     history_count = len(list(regraph.get_state_history(thread)))

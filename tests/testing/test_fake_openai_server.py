@@ -214,6 +214,7 @@ def test_cli_serves_and_writes_count_file(tmp_path: Path) -> None:
                     {"role": "system", "content": "You are the solution agent."},
                     {"role": "user", "content": f"problem {i}"},
                 ],
+                extra_headers={"X-TMAS-Role": "solver"},  # the role, as TMAS's client sends it
             )
             assert "\\boxed{7}" in (out.choices[0].message.content or "")
         assert count_file.read_text().strip() == "2"

@@ -28,7 +28,7 @@ from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selecti
 from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
 from tmas.nodes.prompts import PromptSet, register_prompts
 from tmas.plugins import load_plugin
-from tmas.registries import keyword_problems, register_in
+from tmas.registration import keyword_problems, register_in
 from tmas.roles import register_role
 
 __all__ = [

@@ -123,9 +123,11 @@ def file_damage(path: Path) -> str | None:
     if size % page:
         return f"the file is cut short ({size} bytes is not a whole number of {page}-byte pages)"
     for suffix in ("-wal", "-journal"):  # recent pages may live in the log, not the file
-        log = path.with_name(path.name + suffix)
-        if log.exists() and log.stat().st_size > 0:
-            return None
+        try:
+            if path.with_name(path.name + suffix).stat().st_size > 0:
+                return None
+        except FileNotFoundError:  # none, or another process just removed its journal
+            continue
     pages = int.from_bytes(head[28:32], "big")
     if head[24:28] == head[92:96] and pages * page > size:
         return f"the file is cut short ({size // page} of its {pages} pages are there)"

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
-from tmas.registries import keyword_problems, register_in
+from tmas.registration import keyword_problems, register_in
 from tmas.seeding import derive_seed, draw_uniform
 
 BUILTIN_MODES = ("initial", "exploit", "explore", "reference", "aggregate", "experience")

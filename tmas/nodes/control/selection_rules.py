@@ -20,7 +20,7 @@ from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
 from tmas.nodes.control.voting import tally, winner
-from tmas.registries import register_in
+from tmas.registration import register_in
 from tmas.state import IterationRecord
 
 SelectionRule = Callable[[IterationRecord, Mapping[str, float]], str | None]

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tmas.answers.parsing import normalize_answer
-from tmas.registries import register_in
+from tmas.registration import register_in
 from tmas.state import failed
 
 StopCondition = Callable[[Mapping[str, Any]], bool]

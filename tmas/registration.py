@@ -1,4 +1,5 @@
-"""Name-keyed registries of pluggable pieces (node types, task builders, selection rules...)."""
+"""Registering pluggable pieces (node types, planners, selection rules...) in name-keyed tables,
+and checking the keyword parameters a spec gives them against their signatures."""
 
 from __future__ import annotations
 
