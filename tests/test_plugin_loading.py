@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tmas.storage import open_storage
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 pytestmark = pytest.mark.slow
@@ -76,20 +77,32 @@ def test_a_module_beside_the_user_loads_by_name(project: Path, tmp_path: Path) -
     assert json.loads(done.stdout)["final_answer"].endswith(" APPLES!")
 
 
-def test_a_plugin_file_loads_by_path_and_the_run_resumes_from_anywhere(
-    project: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("graph", "plugin"),
+    [("shouted.yaml", "./plugins/shouting.py"), ("shouted_here.yaml", "shouting_here")],
+    ids=["file", "module-beside"],
+)
+def test_a_plugin_run_resumes_from_anywhere(
+    project: Path, tmp_path: Path, graph: str, plugin: str
 ) -> None:
     home = tmp_path / "home"
     # the server answers iteration 1 (2 calls), then refuses: the run stops, resumable
     with FakeOpenAIServer(max_requests=2) as server:
         first = tmas_command(
-            "solve", "What is 9 + 9?", "--graph", "shouted.yaml", "--plugin",
-            "./plugins/shouting.py", "--base-url", server.base_url, "--model", "scripted",
+            "solve", "What is 9 + 9?", "--graph", graph, "--plugin", plugin,
+            "--base-url", server.base_url, "--model", "scripted",
             "-n", "2", "-t", "2", "--set", "max_retries=0", "--run-id", "loud", "--quiet",
             cwd=project, home=home,
         )
     assert first.returncode == 1, first.stdout + first.stderr
     assert "every solver call of iteration 2 failed" in first.stderr
+    storage = open_storage(home / "runs.sqlite")
+    try:
+        saved = storage.registry.get("loud").topology["plugins"]
+    finally:
+        storage.close()
+    source = "plugins/shouting.py" if plugin.endswith(".py") else "shouting_here.py"
+    assert saved == [str((project / source).resolve())]  # found again from anywhere
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     with FakeOpenAIServer() as server:

@@ -194,13 +194,37 @@ def test_the_command_line_refuses_to_resume_a_run_of_a_python_model(tmp_path: Pa
     tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="py",
                review=lambda state: None)
     before = digest(db_path(home))
-    for args in (["resume", "py"], ["fork", "py", "--iteration", "1"]):
+    for args, call in (
+        (["resume", "py"], "tmas.resume('py', llm=MODEL)"),
+        (["fork", "py", "--iteration", "1"], "tmas.fork('py', iteration=1, llm=MODEL)"),
+    ):
         result = invoke(home, *args)
         assert result.exit_code == 2, result.output
         text = " ".join(result.output.split())
         assert "was made with chat models passed from Python (ScriptedChatModel)" in text
-        assert "tmas.resume('py', llm=MODEL)" in text
+        assert call in text
     assert digest(db_path(home)) == before
+
+
+def test_the_command_line_shows_a_finished_run_of_a_python_model_and_moves_one_to_a_server(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="done")
+    shown = invoke(home, "resume", "done", "--json")
+    assert shown.exit_code == 0 and json.loads(shown.output)["final_answer"] == "18"
+    tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="half",
+               review=lambda state: None)
+    with FakeOpenAIServer() as server:
+        moved = invoke(home, "resume", "half", "--base-url", server.base_url, "--model",
+                       "scripted", "--json", "--quiet")
+        assert moved.exit_code == 0, moved.output
+        assert server.request_count == 2 + 2 + 2 * 3  # iteration 2: N solve, N x M, 3 N
+    storage = open_storage(db_path(home))
+    try:
+        assert storage.registry.get("half").backend["kind"] == "openai"
+    finally:
+        storage.close()
 
 
 def test_evaluate_from_python_writes_what_tmas_eval_writes(tmp_path: Path) -> None:

@@ -73,12 +73,19 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
     before = failing.calls
     assert before[role] >= number
 
-    # The failed superstep keeps its finished siblings as pending writes, plus one error.
-    pending = Counter(channel for _, channel, _ in saver.get_tuple(THREAD).pending_writes)
-    assert pending["__error__"] == 1
+    # The failed superstep keeps its finished siblings as pending writes, plus the crash. On
+    # a busy machine a sibling may still be in flight when the crash stops the step: it is
+    # cancelled (saved as a CancelledError), and its call is made again on resume, as a
+    # kill's would be.
+    writes = saver.get_tuple(THREAD).pending_writes
+    errors = [repr(value) for _, channel, value in writes if channel == "__error__"]
+    assert sum("SimulatedCrash" in e for e in errors) == 1
+    assert all("SimulatedCrash" in e or "CancelledError" in e for e in errors)
+    pending = Counter(channel for _, channel, _ in writes)
     state_key = {"solver": "candidates", "verifier": "verifications", "summary": "summaries"}
-    finished_siblings = before[role] - 1 - PER_ITERATION[role]  # minus the failure, iteration 1
-    assert pending[state_key[role]] == finished_siblings
+    made = before[role] - PER_ITERATION[role]  # this stage's calls in iteration 2
+    lost = made - 1 - pending[state_key[role]]  # made, but cut off with the crash
+    assert 0 <= lost <= len(errors) - 1
     snapshot = graph.get_state(THREAD)
     assert snapshot.values["iteration"] == 2
     assert len(snapshot.values["history"]) == 1
@@ -90,13 +97,15 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
 
     assert final["stop_reason"] == "max_iterations"
     assert len(final["history"]) == T
-    # Each call is made exactly once over both processes, except the one that failed.
+    # Each call is made exactly once over both processes, except the one that failed (and
+    # any that were in flight with it).
     for kind, per_iteration in PER_ITERATION.items():
-        assert before[kind] + after[kind] == T * per_iteration + (kind == role), kind
+        again = (1 + lost) if kind == role else 0
+        assert before[kind] + after[kind] == T * per_iteration + again, kind
     # Stages of iteration 2 that finished before the crash are not run again.
     if role != "solver":
         assert after["solver"] == N * (T - 2)
-    assert after[role] == T * PER_ITERATION[role] - (before[role] - 1)
+    assert after[role] == T * PER_ITERATION[role] - (before[role] - 1) + lost
     assert final["usage"]["solver"]["calls"] == N * T
     assert_same_outcome(final, uninterrupted())
 

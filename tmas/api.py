@@ -89,7 +89,8 @@ def models_for(
     as a ``custom`` backend: they cannot be rebuilt from it), or a backend's own models (by
     default ``TMAS_BASE_URL``/``TMAS_MODEL`` when set, else the embedded llama.cpp model). The
     config's temperature, per-role temperatures and token limits travel with every call, to
-    custom models too.
+    custom models too; a ``ModelRouter`` passed as ``llm`` is used as it is (its own
+    temperatures and bound on calls in flight).
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel

@@ -239,10 +239,31 @@ def load_config(**values: object) -> TMASConfig:
         raise ConfigError(f"invalid configuration: {describe_validation_error(exc)}") from None
 
 
+def merged_roles(*layers: Any) -> dict[str, dict[str, Any]]:
+    """Per-role settings of several layers merged field by field, later layers winning (so
+    ``--role-model verifier=M`` and ``--set roles={"verifier": {"max_tokens": 64}}`` both
+    hold).
+
+    Example:
+        >>> merged_roles({"verifier": RoleModel(model="m")}, {"verifier": {"max_tokens": 64}})
+        {'verifier': {'model': 'm', 'max_tokens': 64}}
+    """
+    merged: dict[str, dict[str, Any]] = {}
+    for layer in layers:
+        for role, settings in (layer or {}).items():
+            values = (
+                settings.model_dump(exclude_none=True)
+                if isinstance(settings, RoleModel)
+                else dict(settings)
+            )
+            merged[role] = {**merged.get(role, {}), **values}
+    return merged
+
+
 def merged_config(base: dict[str, Any], changes: dict[str, Any]) -> TMASConfig:
     """``base`` settings with ``changes`` applied, as a checked config (ConfigError naming each
     bad field). Round widths among the changes set the number of iterations unless the
-    changes set it too.
+    changes set it too; per-role settings merge field by field (:func:`merged_roles`).
 
     Example:
         >>> merged_config({"max_iterations": 1}, {"round_widths": [4, 2]}).max_iterations
@@ -255,4 +276,16 @@ def merged_config(base: dict[str, Any], changes: dict[str, Any]) -> TMASConfig:
     values = dict(base)
     if "round_widths" in changes and "max_iterations" not in changes:
         values.pop("max_iterations", None)
+    changes = dict(changes)
+    if _role_layers(values.get("roles"), changes.get("roles")):
+        changes["roles"] = merged_roles(values.get("roles"), changes["roles"])
     return load_config(**{**values, **changes})
+
+
+def _role_layers(*layers: Any) -> bool:
+    """Whether role settings of two layers are to be merged: both given, both mappings of
+    mappings (anything else is left for validation to name)."""
+    return all(
+        isinstance(layer, dict) and all(isinstance(v, dict | RoleModel) for v in layer.values())
+        for layer in layers
+    ) and all(layers)

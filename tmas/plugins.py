@@ -3,8 +3,9 @@ planners, stop conditions and selection rules.
 
 A plugin is named as users write it: a module name (importable, or a ``.py`` file of that
 name in the current directory) or the path of a ``.py`` file. A run saves the reference
-:func:`load_plugin` returns (a file's absolute path), so ``tmas resume`` imports it again from
-any directory.
+:func:`load_plugin` returns (a file's absolute path, also for a module found in the current
+directory), so ``tmas resume`` imports it again from any directory. A plugin file is imported
+under a private module name, so a file called ``ray.py`` hides no installed package.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ import importlib
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
+
+_LOCK = threading.RLock()  # one import at a time: a half-run module is never seen
+_BESIDE: set[str] = set()  # modules found only in the current directory
 
 
 class PluginError(ValueError):
@@ -32,20 +37,31 @@ def is_path(ref: str) -> bool:
     return ref.endswith(".py") or os.sep in ref or "/" in ref
 
 
-def _module_name(path: Path) -> str:
-    """The module name a plugin file is imported under: its stem, unless a different module
-    already holds that name (then the stem with a digest of the path)."""
-    name = path.stem if path.stem.isidentifier() else "plugin"
-    loaded = sys.modules.get(name)
-    if loaded is None or Path(getattr(loaded, "__file__", "") or "").resolve() == path:
-        return name
-    return f"{name}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+def private_name(path: Path) -> str:
+    """The module name a plugin file is imported under: private and the same in every process.
+
+    Example:
+        >>> private_name(Path("/work/judge.py")).startswith("tmas_plugin_judge_")
+        True
+    """
+    stem = path.stem if path.stem.isidentifier() else "file"
+    return f"tmas_plugin_{stem}_{hashlib.sha256(str(path).encode()).hexdigest()[:8]}"
+
+
+def _loaded_from(path: Path) -> ModuleType | None:
+    """A module already imported from ``path`` (by name or as a file), if any."""
+    for module in list(sys.modules.values()):
+        origin = getattr(module, "__file__", None)
+        if origin and Path(origin).resolve() == path:
+            return module
+    return None
 
 
 def _import_file(path: Path) -> ModuleType:
-    name = _module_name(path)
-    if name in sys.modules:
-        return sys.modules[name]
+    loaded = _loaded_from(path)
+    if loaded is not None:
+        return loaded
+    name = private_name(path)
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise PluginError(f"cannot import plugin {str(path)!r}: not a Python file")
@@ -62,9 +78,10 @@ def _import_file(path: Path) -> ModuleType:
     return module
 
 
-def _import_module(name: str) -> ModuleType:
+def _import_module(name: str) -> tuple[ModuleType, bool]:
+    """The module ``name`` and whether it was found only in the current directory."""
     try:
-        return importlib.import_module(name)
+        return importlib.import_module(name), name in _BESIDE
     except ModuleNotFoundError as exc:
         here = os.getcwd()
         missing = exc.name or name
@@ -72,13 +89,16 @@ def _import_module(name: str) -> ModuleType:
             raise
     sys.path.append(here)  # a module beside the user, as ``python -m`` would find it
     importlib.invalidate_caches()
-    return importlib.import_module(name)
+    module = importlib.import_module(name)
+    _BESIDE.add(name)
+    return module, True
 
 
 def load_plugin(ref: str) -> str:
     """Import plugin ``ref`` (a module name, or a ``.py`` file path) so that its ``register_*``
     calls take effect; loading it again is harmless. Returns the reference to save with a run:
-    the module name, or the file's absolute path.
+    the module name, or a file's absolute path (a single-file module found only in the current
+    directory is saved by its path, so a resume elsewhere finds it).
 
     Example:
         >>> load_plugin("tmas.roles")
@@ -88,20 +108,58 @@ def load_plugin(ref: str) -> str:
         ...
         tmas.plugins.PluginError: cannot import plugin 'no_such_plugin': No module named ...
     """
-    try:
-        if is_path(ref):
-            path = Path(ref).expanduser().resolve()
-            if not path.is_file():
-                raise PluginError(f"cannot import plugin {ref!r}: no such file {path}")
-            _import_file(path)
-            return str(path)
-        _import_module(ref)
-        return ref
-    except PluginError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's module is one message
-        reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
-        raise PluginError(f"cannot import plugin {ref!r}: {reason}") from None
+    with _LOCK:
+        try:
+            if is_path(ref):
+                path = Path(ref).expanduser().resolve()
+                if not path.is_file():
+                    raise PluginError(f"cannot import plugin {ref!r}: no such file {path}")
+                _import_file(path)
+                return str(path)
+            module, beside = _import_module(ref)
+            origin = getattr(module, "__file__", None)
+            if beside and origin and Path(origin).name != "__init__.py":
+                return str(Path(origin).resolve())
+            return ref
+        except PluginError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure of the user's module: one message
+            reason = str(exc) if isinstance(exc, ImportError) else f"{type(exc).__name__}: {exc}"
+            raise PluginError(f"cannot import plugin {ref!r}: {reason}") from None
+
+
+def module_of(ref: str) -> ModuleType | None:
+    """The loaded module of plugin reference ``ref`` (None when it is not loaded).
+
+    Example:
+        >>> module_of("tmas.roles").__name__
+        'tmas.roles'
+    """
+    if is_path(ref):
+        return _loaded_from(Path(ref).expanduser().resolve())
+    return sys.modules.get(ref)
+
+
+def plugin_of(function: object) -> str | None:
+    """The plugin reference of the module that defines ``function`` (a registered node type,
+    planner, ...): a single-file module's absolute path, a package's name; None for the
+    package's own and for code that cannot be imported again (a script's ``__main__``, a
+    notebook).
+
+    Example:
+        >>> from tmas.roles import register_role
+        >>> plugin_of(register_role) is None
+        True
+    """
+    name = getattr(function, "__module__", None) or ""
+    if not name or name == "tmas" or name.startswith(("tmas.", "__main__")):
+        return None
+    origin = getattr(sys.modules.get(name), "__file__", None)
+    if not origin:
+        return None
+    if Path(origin).name == "__init__.py":  # a package: imported by its name
+        return name
+    return str(Path(origin).resolve())  # a single file: found again from any directory
 
 
 def plugin_source(ref: str) -> Path | None:

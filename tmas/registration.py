@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 
 def register_in(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], Any]:
@@ -48,15 +48,19 @@ def _keyword_model(function: Callable[..., Any], skip: int) -> tuple[type[BaseMo
     except Exception:  # noqa: BLE001 - unresolvable annotations: check names only
         hints = {}
     fields: dict[str, Any] = {}
-    for parameter in parameters:
+    for position, parameter in enumerate(parameters):
         if parameter.kind in _VARIADIC:
             continue
         default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+        # a neutral field name, the parameter's own as alias: names such as "schema" or
+        # "_private" mean something to pydantic
+        fields[f"p{position}"] = (
+            hints.get(parameter.name, Any),
+            Field(default, alias=parameter.name),
+        )
     name = f"{getattr(function, '__name__', 'function')}_parameters"
-    model = create_model(  # type: ignore[call-overload]
-        name, __config__=ConfigDict(extra="allow"), **fields
-    )
+    config = ConfigDict(extra="allow", strict=True, populate_by_name=False)
+    model = create_model(name, __config__=config, **fields)  # type: ignore[call-overload]
     return model, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
 
 
@@ -65,7 +69,8 @@ def keyword_problems(
 ) -> list[str]:
     """What is wrong with calling ``function`` with ``values`` as keyword arguments after its
     first ``skip`` parameters: names it does not take (unless it takes ``**kwargs``), values
-    of the wrong annotated type, missing required ones.
+    of the wrong annotated type (strictly: ``"3"`` is no integer; an integer is a float),
+    missing required ones.
 
     Example:
         >>> def factory(ctx, steps: int = 2, name: str = "x"):
@@ -73,17 +78,18 @@ def keyword_problems(
         >>> for problem in keyword_problems(factory, {"steps": "many", "colour": 1}):
         ...     print(problem)
         'colour' is not taken (it takes: steps, name)
-        'steps': Input should be a valid integer, unable to parse string as an integer
+        'steps': Input should be a valid integer
     """
     model, open_ended = _keyword_model(function, skip)
     prefix = f"{what} " if what else ""
     problems = []
+    named = [field.alias for field in model.model_fields.values()]
     if not open_ended:
-        taken = ", ".join(model.model_fields) or "none"
+        taken = ", ".join(named) or "none"  # type: ignore[arg-type]
         problems += [
             f"{prefix}{name!r} is not taken (it takes: {taken})"
             for name in values
-            if name not in model.model_fields
+            if name not in named
         ]
     try:
         model.model_validate(dict(values))

@@ -119,6 +119,8 @@ def _resume_with(
     **options: Any,
 ) -> RunOutcome:
     """Continue ``run_id``; with chat models given, the run's saved backend says so."""
+    if role_models and llm is None:
+        raise ValueError("role_models needs llm, the main chat model")
     settings = None
     if llm is not None:
         record = manager.registry.get(run_id)
@@ -142,7 +144,9 @@ def resume(
     """Continue a saved run from its last checkpoint, repeating no finished call.
 
     A run made with chat models passed from Python needs them again (``llm``, ``role_models``);
-    otherwise its saved backend rebuilds its models (CustomModelError when it cannot).
+    otherwise its saved backend rebuilds its models (CustomModelError when it cannot). Models
+    passed here continue any run, and its saved backend then describes them (so ``tmas
+    resume`` needs ``--base-url`` and ``--model`` for it afterwards).
 
     Example:
         >>> import os, tempfile

@@ -245,12 +245,14 @@ def lost_roles(usage: Mapping[str, Mapping[str, int]] | None) -> list[str]:
 
 def merge_extras(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
     """Reducer of ``extras``: the keys of the update replace those of the state (so parallel
-    nodes writing different keys both keep theirs).
+    nodes writing different keys both keep theirs); ``RESET`` empties it.
 
     Example:
-        >>> merge_extras({"a": 1, "b": 2}, {"b": 3})
-        {'a': 1, 'b': 3}
+        >>> merge_extras({"a": 1, "b": 2}, {"b": 3}), merge_extras({"a": 1}, RESET)
+        ({'a': 1, 'b': 3}, {})
     """
+    if update == RESET:
+        return {}
     return {**(current or {}), **(update or {})}
 
 

@@ -295,3 +295,58 @@ def test_cli_missing_plugin_module_exits_non_zero(tmp_path: Path) -> None:
     assert "cannot import plugin 'no_such_user_module_xyz'" in one_line(result.stderr)
     assert "Traceback" not in result.output
     assert not (home / "runs.sqlite").exists()
+
+
+# ---- plugin files: private module names, one import, saved with the runs that use them ----
+
+
+def test_a_plugin_file_named_like_a_module_hides_nothing(tmp_path: Path) -> None:
+    plugin = tmp_path / "tabnanny.py"
+    plugin.write_text("LOADED_AS_PLUGIN = True\n", encoding="utf-8")
+    sys.modules.pop("tabnanny", None)
+    saved = load_plugin(str(plugin))
+    assert saved == str(plugin.resolve())
+    import tabnanny  # the standard library's, not the plugin
+
+    assert not hasattr(tabnanny, "LOADED_AS_PLUGIN")
+
+
+def test_a_plugin_file_loaded_by_two_threads_at_once_runs_once(tmp_path: Path) -> None:
+    import threading
+
+    plugin = tmp_path / "counted_plugin.py"
+    log = tmp_path / "imports.log"
+    plugin.write_text(
+        f"import time\nwith open({str(log)!r}, 'a') as f:\n    f.write('x')\ntime.sleep(0.2)\n",
+        encoding="utf-8",
+    )
+    errors: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            load_plugin(str(plugin))
+        except BaseException as exc:  # noqa: BLE001 - collected and asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=load) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == [] and log.read_text() == "x"
+
+
+def test_a_plugin_imported_by_hand_is_saved_with_the_run(
+    tmp_path: Path, isolated_registry: None
+) -> None:
+    import tmas
+
+    plugin = tmp_path / "by_hand_shout.py"
+    plugin.write_text(PLUGIN_SOURCE.replace('"shout"', '"shout_by_hand"'), encoding="utf-8")
+    load_plugin(str(plugin))  # registered, but not named to solve
+    data = {**SPEC, "nodes": [*SPEC["nodes"][:3], {"id": "shout", "type": "shout_by_hand"}]}
+    db = tmp_path / "runs.sqlite"
+    tmas.solve(PROBLEM, topology=data, llm=ScriptedChatModel(), db=db, run_id="hand",
+               config={"n_candidates": 2, "max_iterations": 1})
+    registry = RunRegistry(connect(db))
+    assert registry.get("hand").topology["plugins"] == [str(plugin.resolve())]

@@ -171,3 +171,73 @@ def test_node_types_declare_store_candidates_and_iteration_end(registries: None)
     assert spec_uses_store(spec) and not spec_uses_store(load_bundled("tmas"))
     assert solver_nodes(spec) == ["w"]
     assert iteration_end_node(spec) == "read"
+
+
+def test_a_loop_without_run_finished_still_ends_at_max_iterations(registries: None) -> None:
+    @register_stop("never_here")
+    def never_here(state: dict[str, Any]) -> bool:
+        return False
+
+    state = tmas.build_graph(
+        tmas_with(until="never_here"), llm=ScriptedChatModel(), config=SMALL
+    ).invoke({"problem": PROBLEM}, {"recursion_limit": 200})
+    assert state["stop_reason"] == "max_iterations" and len(state["history"]) == 3
+
+
+def test_parameter_types_are_checked_strictly() -> None:
+    spec = load_bundled("rsa").with_params("start_iteration", aggregate_k="3")
+    with pytest.raises(SpecError, match="option 'aggregate_k': Input should be a valid integer"):
+        tmas.load_topology(spec)
+    delm = load_bundled("delm").with_params("worker", claim_ttl_s=30)  # an int is a float
+    assert tmas.load_topology(delm).nodes[1].params["claim_ttl_s"] == 30
+
+
+def test_a_planner_naming_a_rollout_that_does_not_exist_stops_with_its_name(
+    registries: None,
+) -> None:
+    @register_planner("off_by_one")
+    def off_by_one(request: Any) -> PlanChoice:
+        return PlanChoice("exploit", parent_index=len(request.previous))
+
+    graph = tmas.build_graph(
+        tmas_with(start_iteration={"planner": "off_by_one"}), llm=ScriptedChatModel(),
+        config=SMALL,
+    )
+    with pytest.raises(ValueError, match="planner 'off_by_one' names rollout 3 of the previous "
+                       r"iteration; it has \[0, 1, 2\]"):
+        graph.invoke({"problem": PROBLEM})
+
+
+def test_extras_of_one_problem_do_not_reach_the_next_on_the_same_thread(
+    registries: None,
+) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    @register_node("note_problem")
+    def note_problem(ctx: Any) -> Any:
+        return lambda state: {"extras": {state["problem"]: True}}
+
+    data = load_bundled("majority_vote").model_dump(by_alias=True)
+    data["nodes"].append({"id": "note", "type": "note_problem"})
+    data["edges"][-1]["exit"] = "note"
+    data["edges"].append({"from": "note", "to": "END"})
+    graph = tmas.build_graph(data, llm=ScriptedChatModel(), checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "same"}}
+    assert graph.invoke({"problem": "a"}, thread)["extras"] == {"a": True}
+    assert graph.invoke({"problem": "b"}, thread)["extras"] == {"b": True}
+
+
+def test_a_fork_whose_loop_would_stop_at_once_is_refused(registries: None, tmp_path: Any) -> None:
+    @register_stop("two_done")
+    def two_done(state: dict[str, Any]) -> bool:
+        return state.get("iteration", 0) >= 2
+
+    db = tmp_path / "runs.sqlite"
+    spec = tmas_with(until=["run_finished", "two_done"])
+    model = ScriptedChatModel()
+    parent = tmas.solve(PROBLEM, topology=spec, llm=model, config=SMALL, db=db, run_id="p")
+    assert parent.state["stop_reason"] == "two_done"
+    with pytest.raises(ValueError, match="'two_done' already holds after iteration 2"):
+        tmas.fork("p", iteration=2, llm=model, db=db)
+    child = tmas.fork("p", iteration=1, changes={"epsilon": 1.0}, llm=model, db=db)
+    assert child.state["stop_reason"] == "two_done" and len(child.history) == 2

@@ -147,12 +147,13 @@ def check_database(db: str | None) -> None:
         pass
 
 
-def require_rebuildable(record: RunRecord) -> None:
+def require_rebuildable(record: RunRecord, python_call: str, also: str = "") -> None:
     """Fail (exit 2, nothing changed) for a run whose models were passed from Python: the
-    command line cannot rebuild them from its saved settings."""
+    command line cannot rebuild them from its saved settings. ``python_call`` is the Python
+    call that continues it; ``also`` another way, if the command has one."""
     if record.backend.get("kind") == "custom":
         fail(
             f"run {record.run_id} was made with chat models passed from Python "
             f"({record.backend.get('model')}); the command line cannot rebuild them. Continue "
-            f"it from Python with the same models: tmas.resume({record.run_id!r}, llm=MODEL)"
+            f"it from Python with the same models: {python_call}{also}"
         )

@@ -44,7 +44,8 @@ def fork(
             pairs = parse_pairs(set_values, "--set")
             updates = {key: parse_value(value) for key, value in pairs}
             new_id = run_id or new_run_id()
-            require_rebuildable(manager.registry.get(parent))
+            call = f"tmas.fork({parent!r}, iteration={iteration}, llm=MODEL)"
+            require_rebuildable(manager.registry.get(parent), call)
             fork_run(manager, parent, iteration, new_id, updates)
         except (UnknownRunError, ValueError) as exc:  # includes ForkError and bad --set values
             fail(str(exc))

@@ -18,6 +18,7 @@ from tmas.config import (
     TMASConfig,
     describe_validation_error,
     load_config,
+    merged_roles,
 )
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec
@@ -127,17 +128,20 @@ def build_config(
         2
     """
     chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
+    sets = {key: parse_value(value) for key, value in parse_pairs(settings)}
     if roles:
         chosen["roles"] = roles
-    chosen.update({key: parse_value(value) for key, value in parse_pairs(settings)})
+    if roles and isinstance(sets.get("roles"), dict):  # --role-model and --set roles= both hold
+        chosen["roles"] = merged_roles(roles, sets.pop("roles"))
+    chosen.update(sets)
     return topology_config(topology, chosen)
 
 
 def build_backend(**values: Any) -> BackendSpec:
     """The backend settings, with the default local model resolved to a name (a base URL
     makes the backend an OpenAI-compatible one)."""
-    if values.get("base_url") and values.get("kind", "llamacpp") == "llamacpp":
-        values["kind"] = "openai"
+    if values.get("base_url") and values.get("kind", "llamacpp") in ("llamacpp", "custom"):
+        values["kind"] = "openai"  # (a run of models passed from Python moves to the server)
     try:
         return BackendSpec(**values).resolved()
     except ValidationError as exc:

@@ -26,6 +26,7 @@ from tmas.cli.inputs import (
 )
 from tmas.cli.outcome import drive, finish, live_options
 from tmas.config import TMASConfig
+from tmas.lifecycle.manager import saved_state
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.run_registry import UnknownRunError
 
@@ -59,7 +60,13 @@ def resume(
         except UnknownRunError as exc:
             fail(str(exc))
             return
-        require_rebuildable(record)
+        state = saved_state(manager.storage, run_id, full_history=False)
+        if not state.get("stop_reason") and not (base_url and model):  # a finished run is shown
+            require_rebuildable(
+                record,
+                f"tmas.resume({run_id!r}, llm=MODEL)",
+                " (or here, with --base-url and --model of a server that serves it)",
+            )
         settings = None
         if model or base_url or role_model or role_base_url or n_ctx:
             try:

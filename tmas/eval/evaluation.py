@@ -28,11 +28,11 @@ from tmas.eval.identity import (
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.results import ANSWERED, summarize
 from tmas.graphs.compiler import compile_spec
+from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
-from tmas.plugins import load_plugin
 from tmas.storage import is_database_url, open_storage
 
 RESULTS = "results.jsonl"
@@ -71,7 +71,7 @@ class Evaluation:
         # the spec's config: block under the given settings, as for a single run; plugins as
         # the runs save them (a file by its absolute path)
         self.config = topology_config(self.spec, self.config)
-        self.plugins = [load_plugin(ref) for ref in self.plugins]
+        self.plugins = run_plugins(self.spec, self.plugins)
 
     def _previous_rows(self) -> dict[str, dict[str, Any]]:
         path = self.out_dir / RESULTS

@@ -112,7 +112,8 @@ def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -
 
 def stop_node(source: str) -> str:
     """The name of the node through which the loop leaving ``source`` exits when a condition
-    other than ``run_finished`` ended it (it records the stop reason).
+    other than ``run_finished`` ended it (it records the stop reason). A loop also ends once a
+    node set a stop reason, whether or not its ``until`` lists ``run_finished``.
 
     Example:
         >>> stop_node("record_iteration")
@@ -132,11 +133,13 @@ def _add_loop(graph: StateGraph, edge: EdgeSpec) -> None:
     via = stop_node(edge.source)
     graph.add_node(via, RecordStop(conditions))
     graph.add_edge(via, exit_to)
-    graph.add_conditional_edges(
-        source,
-        lambda s: via if first_holding(conditions, s) else back_to,
-        [back_to, via],
-    )
+
+    def route(state: dict[str, Any]) -> str:
+        if run_finished(state):  # a node set the stop reason (max_iterations): done
+            return exit_to
+        return via if first_holding(conditions, state) else back_to
+
+    graph.add_conditional_edges(source, route, [back_to, via, exit_to])
 
 
 def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:

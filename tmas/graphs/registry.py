@@ -17,7 +17,7 @@ in a spec; their names and annotated types are checked with the spec, before any
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +27,7 @@ from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, regis
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
 from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
 from tmas.nodes.prompts import PromptSet, register_prompts
-from tmas.plugins import load_plugin
+from tmas.plugins import load_plugin, module_of, plugin_of
 from tmas.registration import keyword_problems, register_in
 from tmas.roles import register_role
 
@@ -197,6 +197,43 @@ def register_tasks(
         return builder
 
     return decorate
+
+
+def registrations_used(spec: Any) -> list[Any]:
+    """What ``spec`` uses of the registries: node factories, task builders, planners,
+    selection rules and stop conditions named by it (unknown names left out)."""
+    ensure_builtins()
+    used: list[Any] = []
+    for node in spec.nodes:
+        used.append(getattr(NODE_TYPES.get(node.type), "factory", None))
+        used.append(getattr(PLANNERS.get(str(node.params.get("planner", ""))), "plan", None))
+        used.append(SELECTION_RULES.get(str(node.params.get("selection", ""))))
+    for edge in spec.edges:
+        used += [STOP_CONDITIONS.get(name) for name in edge.conditions]
+        if edge.fanout is not None and edge.fanout.tasks:
+            used.append(TASK_BUILDERS.get(edge.fanout.tasks))
+    return [item for item in used if item is not None]
+
+
+def run_plugins(spec: Any, plugins: Sequence[str] = ()) -> list[str]:
+    """The plugins a run of ``spec`` saves: those named (loaded, as :func:`load_plugin`
+    returns them), then the modules of any other registration the spec uses, so a resume
+    finds them all even when a caller imported a plugin by hand.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> run_plugins(load_bundled("tmas"), ["tmas.roles"])
+        ['tmas.roles']
+    """
+    refs = [load_plugin(ref) for ref in plugins]
+    covered = {getattr(module_of(ref), "__name__", None) for ref in refs}
+    for item in registrations_used(spec):
+        module = getattr(item, "__module__", None)
+        if module in covered or (ref := plugin_of(item)) is None:
+            continue
+        covered.add(module)
+        refs.append(ref)
+    return list(dict.fromkeys(refs))
 
 
 def ensure_builtins() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 from tmas.config import merged_config
 from tmas.lifecycle.history import iteration_records, latest_run_states
 from tmas.lifecycle.manager import RunManager, iteration_end_node
+from tmas.nodes.control.stop_rules import first_holding
 from tmas.storage.run_registry import RunRecord
 
 
@@ -67,6 +68,14 @@ def fork_run(
     run_config = config.model_dump(mode="json")
     graph, _, spec = manager.graph_for(run_config, parent.backend, parent.topology)
     end_node = iteration_end_node(spec)
+    seeded = {**state, "config": run_config, "stop_reason": None}
+    for edge in spec.edges:
+        extra = [c for c in edge.conditions if c != "run_finished"]
+        if edge.source == end_node and (holding := first_holding(extra, seeded)):
+            raise ForkError(
+                f"the loop's stop condition {holding!r} already holds after iteration "
+                f"{iteration}, so the fork would stop at once: fork from an earlier iteration"
+            )
     manager.registry.create(
         new_id,
         problem=parent.problem,
@@ -78,7 +87,6 @@ def fork_run(
         topology=parent.topology,
         documents=parent.documents,
     )
-    seeded = {**state, "config": run_config, "stop_reason": None}
     graph.update_state({"configurable": {"thread_id": new_id}}, seeded, as_node=end_node)
     manager.registry.set_status(new_id, "stopped")
     return manager.registry.get(new_id)

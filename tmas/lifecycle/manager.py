@@ -12,6 +12,7 @@ from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
+from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.failures import solver_replay
@@ -164,7 +165,7 @@ class RunManager:
         config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
-        saved_plugins = [load_plugin(ref) for ref in plugins or []]  # files by absolute path
+        saved_plugins = run_plugins(spec, plugins or [])  # files by absolute path
         topology = {"spec": spec.model_dump(by_alias=True), "plugins": saved_plugins}
         graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
         self.registry.create(

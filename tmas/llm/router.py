@@ -108,6 +108,7 @@ class ModelRouter:
         max_parallel_calls: int | None = None,
     ) -> None:
         self.main = main
+        self.max_parallel_calls = max_parallel_calls
         self._slots = threading.BoundedSemaphore(max_parallel_calls) if max_parallel_calls else None
         self.overrides = dict(overrides or {})
         self.temperature = temperature
@@ -144,20 +145,23 @@ class ModelRouter:
         )
 
     def limited_to(self, max_parallel_calls: int | None) -> ModelRouter:
-        """The same models behind a new bound on calls in flight.
+        """The same models behind a new bound on calls in flight (this router's own bound, if
+        it is lower, stays).
 
         Example:
             >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> ModelRouter(ScriptedChatModel()).limited_to(4).main is not None
-            True
+            >>> router = ModelRouter(ScriptedChatModel(), max_parallel_calls=2)
+            >>> router.limited_to(16).max_parallel_calls, router.limited_to(1).max_parallel_calls
+            (2, 1)
         """
+        bounds = [b for b in (self.max_parallel_calls, max_parallel_calls) if b]
         return ModelRouter(
             self.main,
             self.overrides,
             temperature=self.temperature,
             role_temperatures=self.role_temperatures,
             pass_generation_kwargs=self.pass_generation_kwargs,
-            max_parallel_calls=max_parallel_calls,
+            max_parallel_calls=min(bounds) if bounds else None,
         )
 
     def for_role(self, model_role: Role) -> ModelRouter:

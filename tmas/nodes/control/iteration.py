@@ -7,8 +7,10 @@ from typing import Any
 from tmas.config import TMASConfig
 from tmas.nodes.common import live_candidates
 from tmas.nodes.control.planners import (
+    BUILTIN_MODES,
     PLANNERS,
     PlanChoice,
+    PlannerEntry,
     PlanRequest,
     known_planner,
     option_problems,
@@ -32,6 +34,34 @@ def round_size(config: TMASConfig, iteration: int, final_round_size: int | None 
     if final_round_size is not None and last and not config.round_widths:
         return final_round_size
     return config.width(iteration)
+
+
+def checked_choice(
+    choice: PlanChoice, planner: str, entry: PlannerEntry, previous: list[int]
+) -> PlanChoice:
+    """``choice`` when its mode is one the planner may choose and the rollouts it names exist;
+    ValueError naming the planner otherwise.
+
+    Example:
+        >>> checked_choice(PlanChoice("exploit", parent_index=4), "refine", PLANNERS["refine"],
+        ...                [0, 1])
+        Traceback (most recent call last):
+        ...
+        ValueError: planner 'refine' names rollout 4 of the previous iteration; it has [0, 1]
+    """
+    if choice.mode not in (*BUILTIN_MODES, *entry.modes):
+        raise ValueError(
+            f"planner {planner!r} chose mode {choice.mode!r}, which it does not declare "
+            f"(register_planner({planner!r}, modes=({choice.mode!r},)))"
+        )
+    named = [choice.parent_index] if choice.parent_index is not None else []
+    for index in [*named, *choice.references]:
+        if index not in previous:
+            raise ValueError(
+                f"planner {planner!r} names rollout {index} of the previous iteration; "
+                f"it has {sorted(previous)}"
+            )
+    return choice
 
 
 def plan_iteration(
@@ -61,13 +91,13 @@ def plan_iteration(
         ...                                            "refine")]
         [0, 2, 2]
     """
-    plan = PLANNERS[known_planner(planner)].plan
+    entry = PLANNERS[known_planner(planner)]
     plans: list[Plan] = []
     for index in range(round_size(config, iteration, final_round_size)):
         choice = PlanChoice("initial")
         if iteration > 1:
             request = PlanRequest(config, iteration, index, list(previous), list(rollouts or []))
-            choice = plan(request, **options)
+            choice = checked_choice(entry.plan(request, **options), planner, entry, previous)
         plans.append(
             {
                 "iteration": iteration,
@@ -125,6 +155,7 @@ FRESH_RUN: dict[str, Any] = {
     "vote_totals": {},
     "final_answer": None,
     "stop_reason": None,
+    "extras": RESET,
 }
 
 
