@@ -35,6 +35,20 @@ def register_in(table: dict[str, Any], kind: str, name: str) -> Callable[[Any], 
     return decorate
 
 
+def lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
+    """The item ``table`` holds under ``name``; ValueError naming the known ones otherwise.
+
+    Example:
+        >>> lookup({"a": 1, "b": 2}, "widget", "c")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown widget 'c'; known: a, b
+    """
+    if name not in table:
+        raise ValueError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
+    return table[name]
+
+
 _VARIADIC = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
 
 

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
-from tmas.registration import keyword_problems, register_in
+from tmas.registration import keyword_problems, lookup, register_in
 from tmas.seeding import derive_seed, draw_uniform
 
 BUILTIN_MODES = ("initial", "exploit", "explore", "reference", "aggregate", "experience")
@@ -117,8 +117,7 @@ def known_planner(name: str) -> str:
         ...
         ValueError: unknown planner 'no_such_planner'; known: aggregate, epsilon_greedy, ...
     """
-    if name not in PLANNERS:
-        raise ValueError(f"unknown planner {name!r}; known: {', '.join(sorted(PLANNERS))}")
+    lookup(PLANNERS, "planner", name)
     return name
 
 

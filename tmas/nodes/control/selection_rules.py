@@ -20,7 +20,7 @@ from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
 from tmas.nodes.control.voting import tally, winner
-from tmas.registration import register_in
+from tmas.registration import lookup, register_in
 from tmas.state import IterationRecord
 
 SelectionRule = Callable[[IterationRecord, Mapping[str, float]], str | None]
@@ -51,10 +51,7 @@ def selection_rule(name: str) -> SelectionRule:
         ...
         ValueError: unknown selection rule 'no_such_rule'; known: best_scored_last, ...
     """
-    if name not in SELECTION_RULES:
-        known = ", ".join(sorted(SELECTION_RULES))
-        raise ValueError(f"unknown selection rule {name!r}; known: {known}")
-    return SELECTION_RULES[name]
+    return lookup(SELECTION_RULES, "selection rule", name)  # type: ignore[no-any-return]
 
 
 def known_selection(name: str) -> str:

@@ -43,21 +43,6 @@ def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:
     return register_in(STOP_CONDITIONS, "stop condition", name)
 
 
-def known_stop(name: str) -> str:
-    """``name`` when a stop condition is registered under it; ValueError naming the known ones.
-
-    Example:
-        >>> known_stop("no_such_condition")
-        Traceback (most recent call last):
-        ...
-        ValueError: unknown stop condition 'no_such_condition'; known: consensus, ...
-    """
-    if name not in STOP_CONDITIONS:
-        known = ", ".join(sorted(STOP_CONDITIONS))
-        raise ValueError(f"unknown stop condition {name!r}; known: {known}")
-    return name
-
-
 @register_stop("run_finished")
 def run_finished(state: Mapping[str, Any]) -> bool:
     """True once the iteration record set a stop reason (max iterations or early stop).
