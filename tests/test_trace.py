@@ -287,7 +287,9 @@ def test_real_run_renders_in_headless_chromium(tmp_path: Path) -> None:
             assert f'id="run0-it{it.iteration}-c{c.candidate["index"]}"' in dom
             assert text_in_dom(c.candidate["text"]) in dom
     final = outcome.state["final_answer"]
-    shown = "no answer" if final is None else f"<b>{text_in_dom(final)}</b>"
+    shown = (
+        '<span class="muted">no answer</span>' if final is None else f"<b>{text_in_dom(final)}</b>"
+    )
     assert f"final answer: {shown}" in dom
     assert "<svg" in dom and "<polyline" in dom
 
