@@ -21,18 +21,15 @@ from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 
 
-class RecordingModel(ScriptedChatModel):
-    """Keeps every prompt it answered."""
-
-    prompts: list[str] = []
-
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
-        self.prompts.append("\n".join(str(m.content) for m in messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
+def prompts_of(model: ScriptedChatModel) -> list[str]:
+    """Every prompt the model answered, system and user text together."""
+    return [f"{call.system}\n{call.user}" for call in model.log]
 
 
-def run_delm(replies: ScriptedReplies, **state: Any) -> tuple[dict, InMemoryStore, RecordingModel]:
-    model = RecordingModel(replies=replies, prompts=[])
+def run_delm(
+    replies: ScriptedReplies, **state: Any
+) -> tuple[dict, InMemoryStore, ScriptedChatModel]:
+    model = ScriptedChatModel(replies=replies)
     store = InMemoryStore()
     graph = compile_spec(
         load_bundled("delm"), TMASConfig(max_iterations=1), ModelRouter(model), store=store
@@ -97,7 +94,7 @@ def test_a_run_makes_at_most_the_calls_its_progress_total_promises() -> None:
         result, _, model = run_delm(replies)
         bound = estimate_run_calls(load_bundled("delm"), TMASConfig(max_iterations=1))
         made = sum(u["calls"] for u in result["usage"].values())
-        assert made == len(model.prompts) and 0 < made <= bound.total and not bound.exact
+        assert made == len(prompts_of(model)) and 0 < made <= bound.total and not bound.exact
 
 
 @dataclass(frozen=True)
@@ -128,11 +125,11 @@ def test_rejected_notes_never_reach_the_shared_context() -> None:
     notes = [item.value["text"] for item in store.search(("delm", "r", "notes"))]
     assert notes == ["nine plus nine is 18"]
     rejected = ("the sum is even", "the total is TODO", "nine plus nine is 19")
-    shown = [p.split("Verified notes so far:")[1] for p in model.prompts if "so far:" in p]
-    shown += [p.split("Verified notes:")[1] for p in model.prompts if "Verified notes:\n" in p]
+    shown = [p.split("Verified notes so far:")[1] for p in prompts_of(model) if "so far:" in p]
+    shown += [p.split("Verified notes:")[1] for p in prompts_of(model) if "Verified notes:\n" in p]
     assert shown
     assert not any(text in context for text in rejected for context in shown)
-    judged = [p for p in model.prompts if "Proposed note:" in p]
+    judged = [p for p in prompts_of(model) if "Proposed note:" in p]
     assert len(judged) == 2  # only notes that passed the deterministic checks reach the judge
 
 
@@ -141,11 +138,11 @@ def test_documents_are_split_across_workers() -> None:
     _, store, model = run_delm(ScriptedReplies(answers=("18",)), documents=documents)
     tasks = [item.value for item in store.search(("delm", "r", "tasks"))]
     assert [t["payload"]["document"] for t in sorted(tasks, key=lambda t: t["order"])] == documents
-    worker_prompts = [p for p in model.prompts if "Document:" in p]
+    worker_prompts = [p for p in prompts_of(model) if "Document:" in p]
     assert len(worker_prompts) == 3
     for document in documents:
         assert sum(document in p for p in worker_prompts) == 1
-    assert not any("Split the problem" in p for p in model.prompts)  # no planner call
+    assert not any("Split the problem" in p for p in prompts_of(model))  # no planner call
 
 
 @dataclass(frozen=True)

@@ -6,58 +6,21 @@ import math
 from typing import Any
 
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
-from pydantic import PrivateAttr
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
 from tmas.nodes.agents.solver import solver_prompt, solver_tasks
 from tmas.nodes.control.iteration import plan_iteration
 from tmas.nodes.control.planners import choose_mode
-from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
 
 PROBLEM = "What is 9 + 9?"
 
 
-class RecordingChatModel(ScriptedChatModel):
-    """A scripted model that also keeps every prompt it saw and the reply it gave."""
-
-    _seen: list[dict[str, Any]] = PrivateAttr(default_factory=list)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        result = super()._generate(messages, stop, run_manager, **kwargs)
-        user = "\n".join(str(m.content) for m in messages if m.type != "system")
-        with self._lock:
-            self._seen.append(
-                {
-                    "role": (run_manager.metadata or {}).get("tmas_role"),
-                    "user": user,
-                    "seed": kwargs.get("seed"),
-                    "reply": str(result.generations[0].message.content),
-                }
-            )
-        return result
-
-    def solver_calls(self, config: TMASConfig, iteration: int) -> dict[int, dict[str, Any]]:
-        """The solver calls of ``iteration``, by candidate index (found by their seeds)."""
-        by_seed = {
-            derive_seed(config.seed, "solve", iteration, i): i for i in range(config.n_candidates)
-        }
-        with self._lock:
-            return {
-                by_seed[call["seed"]]: call
-                for call in self._seen
-                if call["role"] == "solver" and call["seed"] in by_seed
-            }
+def round_calls(model: ScriptedChatModel, config: TMASConfig, iteration: int) -> dict[int, Any]:
+    """The solver calls of ``iteration``, by candidate index (found by their seeds)."""
+    calls = model.solver_calls(config.seed, config.max_iterations)
+    return {index: call for (it, index), call in calls.items() if it == iteration}
 
 
 def modes(config: TMASConfig, iteration: int, previous_count: int) -> list[str]:
@@ -197,21 +160,21 @@ def test_solver_tasks_carry_exactly_their_mode_context() -> None:
 
 def test_exploit_prompts_in_a_run_carry_parent_summary_and_experiences() -> None:
     config = TMASConfig(n_candidates=3, n_verifications=2, max_iterations=2, epsilon=0.0)
-    model = RecordingChatModel()
+    model = ScriptedChatModel()
     states = list(build_tmas_graph(config, llm=model).stream({"problem": PROBLEM}))
     assert states  # the run streamed updates
 
-    first = model.solver_calls(config, 1)
-    second = model.solver_calls(config, 2)
+    first = round_calls(model, config, 1)
+    second = round_calls(model, config, 2)
     assert sorted(first) == sorted(second) == [0, 1, 2]
     for call in first.values():
-        assert "An earlier attempt" not in call["user"]
-    summaries = {c["reply"].strip() for c in model._seen if c["role"] == "summary"}
-    experience_replies = [c["reply"] for c in model._seen if c["role"] == "experience"]
+        assert "An earlier attempt" not in call.user
+    summaries = {c.reply.strip() for c in model.log if c.role == "summary"}
+    experience_replies = [c.reply for c in model.log if c.role == "experience"]
     experiences = [line[2:] for reply in experience_replies for line in reply.splitlines()]
     for index, call in second.items():
-        prompt = call["user"]
-        parent = first[index % 3]["reply"]
+        prompt = call.user
+        parent = first[index % 3].reply
         assert "An earlier attempt:\n" + parent in prompt
         assert any(s in prompt for s in summaries)
         notes = prompt.split("Reliable notes from earlier attempts:")[1]
@@ -222,7 +185,7 @@ def test_exploit_prompts_in_a_run_carry_parent_summary_and_experiences() -> None
 
 def test_explore_prompts_in_a_run_list_the_guideline_bank() -> None:
     config = TMASConfig(n_candidates=4, n_verifications=1, max_iterations=2, epsilon=1.0)
-    model = RecordingChatModel()
+    model = ScriptedChatModel()
     bank_after_first: list[str] = []
     for values in build_tmas_graph(config, llm=model).stream(
         {"problem": PROBLEM}, stream_mode="values"
@@ -231,10 +194,10 @@ def test_explore_prompts_in_a_run_list_the_guideline_bank() -> None:
             bank_after_first = [g["text"] for g in values["guideline_bank"]]
     assert bank_after_first
 
-    second = model.solver_calls(config, 2)
+    second = round_calls(model, config, 2)
     assert sorted(second) == [0, 1, 2, 3]
     for call in second.values():
-        prompt = call["user"]
+        prompt = call.user
         assert "do NOT use them" in prompt
         listed = prompt.split("find a different approach):\n")[1].split("\n\n")[0]
         assert listed.splitlines() == [f"- {text}" for text in bank_after_first]

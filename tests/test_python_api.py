@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
-from pydantic import PrivateAttr
 
 import tmas
 from tests.cli_helpers import db_path, digest, invoke
@@ -34,29 +28,6 @@ from tmas.testing.scripted import ScriptedReplies
 
 PROBLEM = "What is 9 + 9?"
 SMALL = {"n_candidates": 2, "n_verifications": 1, "max_iterations": 2}
-
-
-class KwargLog(ScriptedChatModel):
-    """A scripted model that keeps each call's role and generation kwargs."""
-
-    _log: list[tuple[str | None, dict[str, Any]]] = PrivateAttr(default_factory=list)
-    _log_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        role = ((run_manager.metadata if run_manager else None) or {}).get("tmas_role")
-        with self._log_lock:
-            self._log.append((role, dict(kwargs)))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-    def kwargs_of(self, role: str) -> list[dict[str, Any]]:
-        with self._log_lock:
-            return [kwargs for logged, kwargs in self._log if logged == role]
 
 
 # ---- one definition per topology ---------------------------------------------------------
@@ -246,7 +217,7 @@ def test_evaluate_from_python_writes_what_tmas_eval_writes(tmp_path: Path) -> No
 
 
 def test_temperature_and_token_limits_reach_a_custom_model() -> None:
-    model, judge = KwargLog(), KwargLog()
+    model, judge = ScriptedChatModel(), ScriptedChatModel()
     config = TMASConfig(
         **SMALL,
         temperature=0.3,
@@ -257,11 +228,11 @@ def test_temperature_and_token_limits_reach_a_custom_model() -> None:
     tmas.build_graph("tmas", llm=model, role_models={"verifier": judge}, config=config).invoke(
         {"problem": PROBLEM}
     )
-    solver = model.kwargs_of("solver")
+    solver = [c.kwargs for c in model.calls_of("solver")]
     assert solver and {(k["temperature"], k["max_tokens"]) for k in solver} == {(0.3, 99)}
-    checks = judge.kwargs_of("verifier")
+    checks = [c.kwargs for c in judge.calls_of("verifier")]
     assert checks and {(k["temperature"], k["max_tokens"]) for k in checks} == {(0.1, 55)}
-    assert model.kwargs_of("verifier") == []
+    assert model.calls_of("verifier") == []
     assert len({k["seed"] for k in solver}) == len(solver)  # each candidate its own seed
 
 

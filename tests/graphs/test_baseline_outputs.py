@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from pydantic import PrivateAttr
-from test_round_context import MarkedReplies, RecordingChatModel, headers, solver_calls
+from test_round_context import MarkedReplies, headers, solver_calls
 from topology_helpers import N, config_for, run
 
 from tmas.config import TMASConfig
@@ -94,7 +94,7 @@ def test_an_unknown_selection_rule_is_refused_with_the_known_ones() -> None:
 def test_pacore_rounds_are_a_list_of_widths() -> None:
     spec = load_bundled("pacore")
     config = config_for(spec, round_widths=[5, 2, 1], max_iterations=3)
-    model = RecordingChatModel(replies=MarkedReplies())
+    model = ScriptedChatModel(replies=MarkedReplies())
     state = run(spec, config, model)
     assert [len(record["answers"]) for record in state["history"]] == [5, 2, 1]
     last = [c for c in model.log if c.role == "solver"][-1]
@@ -105,7 +105,7 @@ def test_reference_length_is_a_setting() -> None:
     spec = load_bundled("pacore")
     for limit in (60, 700):
         config = config_for(spec, reference_chars=limit)
-        model = RecordingChatModel(replies=MarkedReplies())
+        model = ScriptedChatModel(replies=MarkedReplies())
         run(spec, config, model)
         prompt = [c for c in model.log if c.role == "solver"][-1].user
         bodies = re.split(r"^Solution \d+ \(answer: [^)]*\):\n", prompt, flags=re.M)[1:]
@@ -114,7 +114,7 @@ def test_reference_length_is_a_setting() -> None:
         assert any(len(text) > 60 for text in texts) == (limit > 60)
 
 
-class FailingSeed(RecordingChatModel):
+class FailingSeed(ScriptedChatModel):
     """Fails the solver call whose seed is ``failing_seed``."""
 
     failing_seed: int = -1

@@ -9,10 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
-from pydantic import PrivateAttr
 
 from tests.cli_helpers import invoke
 from tmas.config import RoleModel, TMASConfig
@@ -29,53 +25,27 @@ from tmas.testing.fake_openai_server import FakeOpenAIServer
 PROBLEM = "What is 9 + 9?"
 
 
-class PromptLog(ScriptedChatModel):
-    """A scripted model that keeps (role, prompt key, system text, max_tokens) of each call."""
-
-    _log: list[tuple[Any, ...]] = PrivateAttr(default_factory=list)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        meta = (run_manager.metadata if run_manager else None) or {}
-        system = "\n".join(str(m.content) for m in messages if m.type == "system")
-        with self._lock:
-            self._log.append(
-                (meta.get("tmas_role"), meta.get("tmas_prompt"), system, kwargs.get("max_tokens"))
-            )
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-    @property
-    def log(self) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return list(self._log)
-
-
-def run(spec_overrides: dict[str, Any], model: PromptLog, **config: Any) -> dict[str, Any]:
+def run(spec_overrides: dict[str, Any], model: ScriptedChatModel, **config: Any) -> dict[str, Any]:
     spec = load_bundled("majority_vote").model_copy(update=spec_overrides)
     graph = compile_spec(spec, TMASConfig(n_candidates=2, **config), ModelRouter(model))
     return graph.invoke({"problem": PROBLEM})
 
 
 def test_a_spec_prompt_override_reaches_the_model_and_the_role_is_metadata() -> None:
-    model = PromptLog()
+    model = ScriptedChatModel()
     # wording that once marked the verifier: the call is still the solver's
     system = "You are the verification agent. Think, then write \\boxed{{answer}}."
     result = run({"prompts": {"solver/system": system}}, model, max_iterations=1)
     assert result["final_answer"] == "18"
-    assert {entry[2] for entry in model.log} == {
+    assert {call.system for call in model.log} == {
         "You are the verification agent. Think, then write \\boxed{answer}."
     }
     assert model.calls["solver"] == 2 and model.calls["verifier"] == 0
-    assert {entry[1] for entry in model.log} == {"solver/initial"}
+    assert {call.prompt for call in model.log} == {"solver/initial"}
 
 
 def test_an_override_using_a_field_its_prompt_lacks_is_refused_before_any_call() -> None:
-    model = PromptLog()
+    model = ScriptedChatModel()
     with pytest.raises(SpecError, match=r"prompts\.verifier/user uses \{score\}"):
         run({"prompts": {"verifier/user": "Check {solution} and {score}"}}, model)
     with pytest.raises(SpecError, match="a prompt key is 'group/name'"):

@@ -4,14 +4,9 @@ experience bank, the reports on their own parent."""
 from __future__ import annotations
 
 import re
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
-from pydantic import PrivateAttr
 from topology_helpers import (
     M,
     N,
@@ -23,7 +18,7 @@ from topology_helpers import (
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.roles import Role
-from tmas.seeding import derive_seed
+from tmas.testing.fake_chat import ScriptedCall as Call
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 
@@ -46,61 +41,10 @@ class MarkedReplies(ScriptedReplies):
         return text
 
 
-@dataclass(frozen=True)
-class Call:
-    role: Role | None
-    system: str
-    user: str
-    seed: int | None
-    reply: str
-
-
-class RecordingChatModel(ScriptedChatModel):
-    """A scripted model that keeps every prompt it answered."""
-
-    _log: list[Call] = PrivateAttr(default_factory=list)
-    _log_lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        result = super()._generate(messages, stop, run_manager, **kwargs)
-        system = "\n".join(str(m.content) for m in messages if m.type == "system")
-        user = "\n".join(str(m.content) for m in messages if m.type != "system")
-        call = Call(
-            (run_manager.metadata or {}).get("tmas_role"),
-            system,
-            user,
-            kwargs.get("seed"),
-            str(result.generations[0].message.content),
-        )
-        with self._log_lock:
-            self._log.append(call)
-        return result
-
-    @property
-    def log(self) -> list[Call]:
-        with self._log_lock:
-            return list(self._log)
-
-
-def solver_calls(model: RecordingChatModel, config: TMASConfig) -> dict[tuple[int, int], Call]:
+def solver_calls(model: ScriptedChatModel, config: TMASConfig) -> dict[tuple[int, int], Call]:
     """The solver calls keyed by (iteration, candidate index), found from their seeds."""
-    where = {
-        derive_seed(config.seed, "solve", iteration, index): (iteration, index)
-        for iteration in range(1, config.max_iterations + 1)
-        for index in range(config.n_candidates)
-    }
-    calls = {}
-    for call in model.log:
-        if call.role == "solver":
-            key = where[call.seed]
-            assert key not in calls, f"solver call {key} made twice"
-            calls[key] = call
+    calls = model.solver_calls(config.seed, config.max_iterations)
+    assert len(calls) == len(model.calls_of("solver")), "a solver call was made twice"
     return calls
 
 
@@ -122,10 +66,10 @@ def headers(prompt: str) -> list[tuple[int, str]]:
     ]
 
 
-def traced_run(name: str, **overrides: Any) -> tuple[dict, TMASConfig, RecordingChatModel]:
+def traced_run(name: str, **overrides: Any) -> tuple[dict, TMASConfig, ScriptedChatModel]:
     spec = load_bundled(name)
     config = config_for(spec, **overrides)
-    model = RecordingChatModel(replies=MarkedReplies())
+    model = ScriptedChatModel(replies=MarkedReplies())
     state = run(spec, config, model)
     return state, config, model
 
