@@ -20,11 +20,17 @@ from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.graphs.compiler import compile_spec
 from tmas.graphs.settings import topology_config
 from tmas.llm.backend import backend_from_env, make_router
+from tmas.nodes.prompts import builtin_templates
+
+# Read at import, when the server loads this module: a factory called for each run in the
+# server's event loop then reads no file (the server refuses blocking calls there).
+SPECS = {name: load_bundled(name) for name in bundled_names()}
+builtin_templates()
 
 
 def served_graph(name: str) -> CompiledStateGraph:
     """Bundled topology ``name`` with its own settings and the environment's backend."""
-    spec = load_bundled(name)
+    spec = SPECS[name]
     config = topology_config(spec)
     return compile_spec(spec, config, make_router(backend_from_env(), config))
 
@@ -38,7 +44,7 @@ def _factory(name: str) -> Callable[[], CompiledStateGraph]:
     return make
 
 
-FACTORIES = {f"make_{name}": _factory(name) for name in bundled_names()}
+FACTORIES = {f"make_{name}": _factory(name) for name in SPECS}
 globals().update(FACTORIES)
 make_graph = FACTORIES["make_tmas"]
 

@@ -13,6 +13,7 @@ of them for one run (the overrides are saved with the run)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import string
 from collections.abc import Mapping
@@ -30,6 +31,16 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8").removesuffix("\n")
 
 
+@functools.cache
+def _template_files() -> dict[str, str]:
+    """The package's template files by key, read once per process (a server compiling graphs
+    in its event loop then reads no file)."""
+    return {
+        f"{path.parent.name}/{path.stem}": _read(path)
+        for path in sorted(_builtin_dir().glob("*/*.txt"))
+    }
+
+
 def builtin_templates() -> dict[str, str]:
     """Every built-in template by key, plus those plugins registered.
 
@@ -37,11 +48,7 @@ def builtin_templates() -> dict[str, str]:
         >>> "solver/exploit" in builtin_templates() and "verifier/system" in builtin_templates()
         True
     """
-    found = {
-        f"{path.parent.name}/{path.stem}": _read(path)
-        for path in sorted(_builtin_dir().glob("*/*.txt"))
-    }
-    return {**found, **_REGISTERED}
+    return {**_template_files(), **_REGISTERED}
 
 
 def register_prompts(group: str, templates: Mapping[str, str] | Path | str) -> None:
