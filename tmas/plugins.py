@@ -21,6 +21,7 @@ from types import ModuleType
 
 _LOCK = threading.RLock()  # one import at a time: a half-run module is never seen
 _BESIDE: set[str] = set()  # modules found only in the current directory
+_BY_PATH: dict[Path, ModuleType] = {}  # plugin modules by the resolved path of their file
 
 
 class PluginError(ValueError):
@@ -49,10 +50,14 @@ def private_name(path: Path) -> str:
 
 
 def _loaded_from(path: Path) -> ModuleType | None:
-    """A module already imported from ``path`` (by name or as a file), if any."""
+    """A module already imported from ``path`` (by name or as a file), if any; once found, it
+    is remembered, so later calls (every run start loads its plugins) look nothing up."""
+    if path in _BY_PATH:
+        return _BY_PATH[path]
     for module in list(sys.modules.values()):
         origin = getattr(module, "__file__", None)
-        if origin and Path(origin).resolve() == path:
+        if origin and os.path.basename(origin) == path.name and Path(origin).resolve() == path:
+            _BY_PATH[path] = module
             return module
     return None
 
@@ -75,6 +80,7 @@ def _import_file(path: Path) -> ModuleType:
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    _BY_PATH[path] = module
     return module
 
 
