@@ -215,9 +215,7 @@ def revised_settings(
         if value is not None:
             backend_values[key] = value
     new_backend = build_backend(**backend_values)
-    roles = {role: dict(values) for role, values in (config.get("roles") or {}).items()}
-    for role, settings in role_settings(role_models or [], role_base_urls or []).items():
-        given = settings.model_dump(exclude_none=True)
-        roles[role] = {**roles.get(role, {}), **given}
+    corrected = role_settings(role_models or [], role_base_urls or [])
+    roles = merged_roles(config.get("roles"), corrected)
     new_config = load_config(**{**config, "roles": roles})
     return new_config.model_dump(mode="json"), new_backend.model_dump(mode="json")
