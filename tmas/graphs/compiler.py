@@ -19,7 +19,12 @@ from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy
 from tmas.llm.router import ModelRouter
-from tmas.nodes.control.stop_rules import RecordStop, first_holding, run_finished
+from tmas.nodes.control.stop_rules import (
+    RecordStop,
+    early_conditions,
+    first_holding,
+    run_finished,
+)
 from tmas.nodes.prompts import PromptSet
 from tmas.state import RunState
 
@@ -124,22 +129,18 @@ def stop_node(source: str) -> str:
 
 def _add_loop(graph: StateGraph, edge: EdgeSpec) -> None:
     source, back_to, exit_to = _endpoint(edge.source), edge.targets[0], _endpoint(edge.exit)
-    conditions = edge.conditions
-    if conditions == ["run_finished"]:
-        graph.add_conditional_edges(
-            source, lambda s: exit_to if run_finished(s) else back_to, [back_to, exit_to]
-        )
-        return
+    early = early_conditions(edge.conditions)
     via = stop_node(edge.source)
-    graph.add_node(via, RecordStop(conditions))
-    graph.add_edge(via, exit_to)
+    if early:  # the stop node exists only where a condition can end the loop early
+        graph.add_node(via, RecordStop(early))
+        graph.add_edge(via, exit_to)
 
     def route(state: dict[str, Any]) -> str:
         if run_finished(state):  # a node set the stop reason (max_iterations): done
             return exit_to
-        return via if first_holding(conditions, state) else back_to
+        return via if first_holding(early, state) else back_to
 
-    graph.add_conditional_edges(source, route, [back_to, via, exit_to])
+    graph.add_conditional_edges(source, route, [back_to, exit_to, *([via] if early else [])])
 
 
 def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:

@@ -8,6 +8,7 @@ from tmas.config import TMASConfig
 from tmas.graphs.registry import NODE_TYPES, TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.nodes.control.iteration import round_size
+from tmas.nodes.control.stop_rules import early_conditions
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,7 @@ def _calls_per_run(node: NodeSpec, config: TMASConfig) -> tuple[int, bool]:
 def _may_stop_early(spec: GraphSpec, config: TMASConfig) -> bool:
     """Whether a run can end before ``max_iterations``: the consensus rule, or a loop that
     also stops on a condition other than ``run_finished``."""
-    extra = any(set(edge.conditions) - {"run_finished"} for edge in spec.edges)
-    return config.stop_on_consensus or extra
+    return config.stop_on_consensus or any(early_conditions(e.conditions) for e in spec.edges)
 
 
 def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:

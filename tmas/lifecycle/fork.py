@@ -9,7 +9,7 @@ from typing import Any
 from tmas.config import merged_config
 from tmas.lifecycle.history import iteration_records, latest_run_states
 from tmas.lifecycle.manager import RunManager, iteration_end_node
-from tmas.nodes.control.stop_rules import first_holding
+from tmas.nodes.control.stop_rules import early_conditions, first_holding
 from tmas.storage.run_registry import RunRecord
 
 
@@ -70,8 +70,8 @@ def fork_run(
     end_node = iteration_end_node(spec)
     seeded = {**state, "config": run_config, "stop_reason": None}
     for edge in spec.edges:
-        extra = [c for c in edge.conditions if c != "run_finished"]
-        if edge.source == end_node and (holding := first_holding(extra, seeded)):
+        early = early_conditions(edge.conditions)
+        if edge.source == end_node and (holding := first_holding(early, seeded)):
             raise ForkError(
                 f"the loop's stop condition {holding!r} already holds after iteration "
                 f"{iteration}, so the fork would stop at once: fork from an earlier iteration"

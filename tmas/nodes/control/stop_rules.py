@@ -84,6 +84,17 @@ def first_holding(conditions: list[str], state: Mapping[str, Any]) -> str | None
     return next((name for name in conditions if STOP_CONDITIONS[name](state)), None)
 
 
+def early_conditions(conditions: list[str]) -> list[str]:
+    """The conditions of a loop that can end it before a node sets a stop reason (all but
+    ``run_finished``, which holds once one did).
+
+    Example:
+        >>> early_conditions(["run_finished", "consensus"]), early_conditions(["run_finished"])
+        (['consensus'], [])
+    """
+    return [name for name in conditions if name != "run_finished"]
+
+
 class RecordStop:
     """The node a loop exits through when a condition other than ``run_finished`` ended it:
     it sets ``stop_reason`` to that condition's name (a run that left its loop is finished).
