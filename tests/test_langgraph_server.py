@@ -4,6 +4,7 @@ in its event loop, so this also shows that compiling a topology reads no file)."
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -34,12 +35,18 @@ def test_langgraph_dev_serves_and_runs_the_bundled_topologies(tmp_path: Path) ->
     cli = Path(sys.executable).with_name("langgraph")
     assert cli.exists(), "langgraph-cli[inmem] is part of the test extra"
     port = free_port()
+    # the repository's langgraph.json, its paths made absolute, so the server runs elsewhere
+    config = json.loads((REPO / "langgraph.json").read_text(encoding="utf-8"))
+    config["dependencies"] = [str(REPO / d) for d in config["dependencies"]]
+    config["graphs"] = {k: str(REPO / v) for k, v in config["graphs"].items()}
+    (tmp_path / "langgraph.json").write_text(json.dumps(config), encoding="utf-8")
     with FakeOpenAIServer(replies=ScriptedReplies(answers=("18",))) as endpoint:
         env = {**os.environ, "TMAS_BASE_URL": endpoint.base_url, "TMAS_MODEL": "scripted"}
         log = (tmp_path / "server.log").open("w")
         server = subprocess.Popen(
             [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(port)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            cwd=tmp_path,  # where the server keeps its own files, outside the repository
+            env=env, stdout=log, stderr=subprocess.STDOUT,
         )
         try:
             client = get_sync_client(url=f"http://127.0.0.1:{port}")
