@@ -71,3 +71,55 @@ def test_missing_file_fails_on_first_call(tmp_path) -> None:
     assert model._llm_type == "llamacpp"
     with pytest.raises((ValueError, RuntimeError, FileNotFoundError)):
         model.invoke("hi")
+
+
+def test_async_calls_are_batched_and_usage_is_exact(smollm2: ChatLlamaCpp) -> None:
+    import asyncio
+
+    async def ask_all() -> list[AIMessage]:
+        questions = ["What is 3+4?", "Name a fruit.", "What is 3+4?", "Say one word."]
+        return await asyncio.gather(*(smollm2.ainvoke(q, max_tokens=6) for q in questions))
+
+    replies = asyncio.run(ask_all())
+    engine = smollm2._server()
+    for reply in replies:
+        usage = reply.usage_metadata
+        prompt = engine.model.prompt_tokens([{"role": "user", "content": "x"}])
+        assert usage["input_tokens"] >= len(prompt)
+        assert 0 < usage["output_tokens"] <= 6
+        assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    assert replies[0].text == replies[2].text  # greedy, same prompt
+    assert replies[2].usage_metadata["input_token_details"]["cache_read"] > 0
+
+
+def test_async_stream_yields_text_then_usage(smollm2: ChatLlamaCpp) -> None:
+    import asyncio
+
+    async def collect() -> list:
+        return [chunk async for chunk in smollm2.astream("Say hello.", max_tokens=8)]
+
+    chunks = asyncio.run(collect())
+    full = chunks[0]
+    for chunk in chunks[1:]:
+        full = full + chunk
+    assert full.text.strip()
+    assert 0 < full.usage_metadata["output_tokens"] <= 8
+
+
+def test_serial_engine_answers_like_a_chat_model() -> None:
+    from tmas.llm.model_files import smollm2_path
+
+    serial = ChatLlamaCpp(model_path=str(smollm2_path()), n_ctx=1024, max_tokens=8,
+                          temperature=0.0, engine="serial")
+    reply = serial.invoke("What is 2+2?")
+    assert reply.text.strip()
+    assert 0 < reply.usage_metadata["output_tokens"] <= 8
+    streamed = list(serial.stream("Say hello.", max_tokens=4))
+    assert streamed[-1].response_metadata["finish_reason"] in {"stop", "length"}
+
+
+def test_seed_is_honoured_per_call(smollm2: ChatLlamaCpp) -> None:
+    ask = "Invent a name for a cat."
+    first = smollm2.invoke(ask, temperature=1.0, seed=5, max_tokens=12).text
+    again = smollm2.invoke(ask, temperature=1.0, seed=5, max_tokens=12).text
+    assert first == again

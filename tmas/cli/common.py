@@ -71,6 +71,16 @@ RoleModelOption = Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable
 RoleBaseUrlOption = Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")]
 NCtxOption = Annotated[int, typer.Option(help="context window of the embedded model")]
 ThreadsOption = Annotated[int | None, typer.Option(help="CPU threads of the embedded model")]
+EngineOption = Annotated[
+    str,
+    typer.Option(
+        help="embedded model's engine: batched (concurrent calls decoded together, shared "
+        "prompt prefixes) or serial (one call at a time, for comparison)"
+    ),
+]
+MaxSequencesOption = Annotated[
+    int, typer.Option(help="calls the embedded engine decodes together", min=1, max=256)
+]
 SetOption = Annotated[
     list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
 ]

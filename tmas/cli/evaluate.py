@@ -13,8 +13,10 @@ from tmas.cli.common import (
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    EngineOption,
     GraphOption,
     IterationsOption,
+    MaxSequencesOption,
     MaxTokensOption,
     ModelOption,
     NCtxOption,
@@ -88,6 +90,8 @@ def evaluate(
     role_base_url: RoleBaseUrlOption = [],  # noqa: B006
     n_ctx: NCtxOption = 4096,
     threads: ThreadsOption = None,
+    engine: EngineOption = "batched",
+    max_sequences: MaxSequencesOption = 8,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
@@ -111,7 +115,10 @@ def evaluate(
             set_values,
             role_model,
             role_base_url,
-            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            dict(
+                kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+                engine=engine, max_sequences=max_sequences,
+            ),
             prompts,
         )
         router = None if ray else checked_router(spec, config)  # Ray workers build their own

@@ -14,9 +14,11 @@ from tmas.cli.common import (
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    EngineOption,
     GraphOption,
     IterationsOption,
     JsonOption,
+    MaxSequencesOption,
     MaxTokensOption,
     ModelOption,
     NCtxOption,
@@ -69,6 +71,8 @@ def solve(
     role_base_url: RoleBaseUrlOption = [],  # noqa: B006
     n_ctx: NCtxOption = 4096,
     threads: ThreadsOption = None,
+    engine: EngineOption = "batched",
+    max_sequences: MaxSequencesOption = 8,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
@@ -89,7 +93,10 @@ def solve(
             set_values,
             role_model,
             role_base_url,
-            dict(kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads),
+            dict(
+                kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+                engine=engine, max_sequences=max_sequences,
+            ),
             prompts,
         )
         router = checked_router(spec, config)

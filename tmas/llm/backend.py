@@ -37,6 +37,10 @@ class BackendSpec(BaseModel):
     api_key_env: str = "TMAS_API_KEY"
     n_ctx: int = Field(default=4096, ge=512)
     n_threads: int | None = Field(default=None, ge=1)
+    engine: Literal["batched", "serial"] = Field(
+        default="batched", description="embedded model: batching engine or one call at a time"
+    )
+    max_sequences: int = Field(default=8, ge=1, le=256, description="calls decoded together")
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="seconds per request")
 
     @model_validator(mode="after")
@@ -189,6 +193,8 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         model_path=str(resolve_local_model(spec.model)),
         n_ctx=spec.n_ctx,
         n_threads=spec.n_threads,
+        engine=spec.engine,
+        max_sequences=spec.max_sequences,
         max_tokens=config.solver_max_tokens,
         temperature=config.temperature,
         seed=config.seed,

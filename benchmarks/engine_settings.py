@@ -1,0 +1,105 @@
+"""The embedded engine's settings measured side by side: sequences per batch, flash
+attention, split or unified KV cache, threads.
+
+Every variant serves the same B concurrent requests (different prompts of equal length,
+seeded sampling, fixed answer length) through a fresh engine; prints aggregate decode and
+prefill tokens/s from the engine's own counters, and each variant's ratio to the first.
+
+    python benchmarks/engine_settings.py [--model qwen|smollm2|PATH] [--tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from tmas.llm.engine import EngineSettings, LlamaEngine, Sampling
+from tmas.llm.model_files import resolve_local_model
+
+TOPICS = [
+    "rivers",
+    "bridges",
+    "volcanoes",
+    "forests",
+    "deserts",
+    "glaciers",
+    "islands",
+    "canyons",
+    "lakes",
+    "caves",
+    "reefs",
+    "plains",
+    "valleys",
+    "dunes",
+    "geysers",
+    "fjords",
+]
+
+
+def chat(i: int) -> list[dict[str, str]]:
+    topic = TOPICS[i % len(TOPICS)]
+    return [{"role": "user", "content": f"Write a long essay about {topic}, number {i}."}]
+
+
+def measure(settings: EngineSettings, width: int, tokens: int) -> dict[str, float]:
+    engine = LlamaEngine(settings)
+    engine.complete(chat(99), max_tokens=1, sampling=Sampling(0.0))  # load outside the timing
+    engine.scheduler.stats.__init__()
+    started = time.perf_counter()
+    with ThreadPoolExecutor(width) as pool:
+        outcomes = list(
+            pool.map(
+                lambda i: engine.complete(
+                    chat(i), max_tokens=tokens, sampling=Sampling(0.8, seed=i)
+                ),
+                range(width),
+            )
+        )
+    wall = time.perf_counter() - started
+    stats = engine.stats()
+    engine.close()
+    output = sum(o.output_tokens for o in outcomes)
+    return {
+        "wall": wall,
+        "out_per_s": output / wall,
+        "decode": stats["decode_tokens_per_s"],
+        "prefill": stats["prefill_tokens_per_s"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--model", default=None)
+    parser.add_argument("--tokens", type=int, default=64)
+    args = parser.parse_args()
+    path = str(resolve_local_model(args.model))
+    cores = os.cpu_count() or 1
+    variants = [
+        ("B=1 fa=off split", 1, {}),
+        ("B=4 fa=off split", 4, {}),
+        ("B=8 fa=off split", 8, {}),
+        ("B=16 fa=off split", 16, {}),
+        ("B=8 fa=on split", 8, {"flash_attn": "on"}),
+        ("B=8 fa=off unified", 8, {"kv_unified": True}),
+        ("B=8 fa=on unified", 8, {"kv_unified": True, "flash_attn": "on"}),
+        (f"B=8 fa=off split threads={max(1, cores // 2)}", 8, {"n_threads": max(1, cores // 2)}),
+    ]
+    print(f"model {os.path.basename(path)}, {cores} cores, {args.tokens} tokens per answer")
+    base = None
+    for name, width, extra in variants:
+        options = {"flash_attn": "off", **extra}
+        settings = EngineSettings(path, n_ctx=1024, max_sequences=max(width, 1), **options)
+        found = measure(settings, width, args.tokens)
+        base = base or found["out_per_s"]
+        print(
+            f"{name:36s} wall {found['wall']:6.1f}s  out {found['out_per_s']:6.1f} tok/s  "
+            f"decode {found['decode']:6.1f} tok/s  prefill {found['prefill']:6.1f} tok/s  "
+            f"x{found['out_per_s'] / base:4.2f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
