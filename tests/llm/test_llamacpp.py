@@ -109,13 +109,19 @@ def test_async_stream_yields_text_then_usage(smollm2: ChatLlamaCpp) -> None:
 def test_serial_engine_answers_like_a_chat_model() -> None:
     from tmas.llm.model_files import smollm2_path
 
-    serial = ChatLlamaCpp(model_path=str(smollm2_path()), n_ctx=1024, max_tokens=8,
-                          temperature=0.0, engine="serial")
+    serial = ChatLlamaCpp(
+        model_path=str(smollm2_path()), n_ctx=1024, max_tokens=8, temperature=0.0, engine="serial"
+    )
     reply = serial.invoke("What is 2+2?")
     assert reply.text.strip()
     assert 0 < reply.usage_metadata["output_tokens"] <= 8
-    streamed = list(serial.stream("Say hello.", max_tokens=4))
-    assert streamed[-1].response_metadata["finish_reason"] in {"stop", "length"}
+    chunks = list(serial.stream("Say hello.", max_tokens=4))
+    full = chunks[0]
+    for chunk in chunks[1:]:
+        full = full + chunk
+    assert full.text.strip()
+    assert full.response_metadata["finish_reason"] in {"stop", "length"}
+    assert 0 < full.usage_metadata["output_tokens"] <= 4
 
 
 def test_seed_is_honoured_per_call(smollm2: ChatLlamaCpp) -> None:

@@ -65,7 +65,9 @@ class BatchScheduler:
         >>> scheduler = BatchScheduler(model)
         >>> events = []
         >>> request = GenerationRequest(model.tokenize("Hi"), 4, Sampling(0.0), events.append)
-        >>> scheduler.submit(request); scheduler.wait_idle()
+        >>> scheduler.submit(request)
+        >>> scheduler.wait_idle()
+        True
         >>> events[-1][0], events[-1][1].output_tokens
         ('done', 4)
         >>> scheduler.close()
