@@ -30,10 +30,12 @@ PROBLEM = (
 )
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "serial": {"engine": "serial"},
+    "serial": {"engine": "serial", "flash_attn": True},  # as the embedded path was before
     "batched": {"engine": "batched"},
     "exact": {"engine": "batched", "flash_attn": False, "kv_unified": False},
     "unified": {"engine": "batched", "kv_unified": True},
+    "unified-fa": {"engine": "batched", "kv_unified": True, "flash_attn": True},
+    "split-fa": {"engine": "batched", "flash_attn": True},
     "batched-16": {"engine": "batched", "max_sequences": 16},
 }
 
@@ -106,6 +108,10 @@ def main() -> None:
                 f"decode-only steps {stats['decode_only_seconds']:.1f} s, engine work around "
                 f"llama_decode {stats['step_seconds'] - stats['decode_seconds']:.1f} s, engine "
                 f"idle {found['wall'] - stats['step_seconds']:.1f} s"
+                f"\n{'':<11} decode-only steps by width (sequences: steps, s): "
+                + ", ".join(
+                    f"{w}: {n:.0f}, {t:.1f}" for w, (n, t) in stats["decode_widths"].items()
+                )
             )
         print(line, flush=True)
 

@@ -6,11 +6,17 @@ seeded sampling, fixed answer length) through a fresh engine; prints aggregate d
 prefill tokens/s from the engine's own counters, and each variant's ratio to the first.
 
     python benchmarks/engine_settings.py [--model qwen|smollm2|PATH] [--tokens 64]
+
+``--sweep 1,4,8`` instead serves every width in turn through one engine per combination of
+flash attention and KV layout, all requests sharing one prompt of ``--facts`` sentences
+(40 make about 720 tokens; the prompt is computed once and copied), and prints decode
+tokens/s by width: batching alone, without the cost of computing different prompts.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -69,12 +75,43 @@ def measure(settings: EngineSettings, width: int, tokens: int) -> dict[str, floa
     }
 
 
+def sweep(path: str, widths: list[int], facts: int, tokens: int) -> None:
+    text = " ".join(f"Fact {i}: the value of item {i} is {i * 7}." for i in range(facts))
+    shared = [{"role": "user", "content": text + " Summarise these facts in a long essay."}]
+    for flash, unified in (("off", False), ("on", False), ("off", True), ("on", True)):
+        settings = EngineSettings(
+            path, n_ctx=2048, max_sequences=max(widths), flash_attn=flash, kv_unified=unified
+        )
+        engine = LlamaEngine(settings)
+        engine.complete(shared, max_tokens=1, sampling=Sampling(0.0))  # load, cache the prompt
+        found = []
+        for width in widths:
+            engine.scheduler.stats.__init__()
+            ask = functools.partial(engine.complete, shared, max_tokens=tokens)
+            with ThreadPoolExecutor(width) as pool:
+                list(pool.map(lambda i, ask=ask: ask(sampling=Sampling(0.8, seed=i)), range(width)))
+            found.append(f"B={width} {engine.stats()['decode_tokens_per_s']:.1f}")
+        prompt = len(engine.model.prompt_tokens(shared))
+        engine.close()
+        print(
+            f"flash_attn={flash} kv_unified={unified} prompt={prompt} tokens: "
+            + "  ".join(found)
+            + " tok/s",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", default=None)
     parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--sweep", default=None, help="widths, e.g. 1,4,8")
+    parser.add_argument("--facts", type=int, default=40)
     args = parser.parse_args()
     path = str(resolve_local_model(args.model))
+    if args.sweep:
+        sweep(path, [int(w) for w in args.sweep.split(",")], args.facts, args.tokens)
+        return
     cores = os.cpu_count() or 1
     variants = [
         ("B=1 fa=off split", 1, {}),

@@ -71,6 +71,16 @@ CASES: dict[str, tuple[list[str], str | bytes | None, str]] = {
         None,
         "unknown local model 'no-such-model'",
     ),
+    "unknown engine": (
+        ["solve", PROBLEM, "--engine", "turbo"],
+        None,
+        "engine: Input should be 'batched' or 'serial'",
+    ),
+    "unknown engine, eval": (
+        ["eval", "--out", "{tmp}/o", "--engine", "turbo"],
+        None,
+        "engine: Input should be 'batched' or 'serial'",
+    ),
     "unreachable endpoint": (
         ["solve", PROBLEM, "--base-url", UNREACHABLE, "--model", "m", *SMALL],
         None,

@@ -89,3 +89,4 @@ def test_stats_rates() -> None:
     assert snap["decode_tokens_per_s"] == 80.0
     assert snap["prefill_tokens_per_s"] == 200.0
     assert snap["max_batch_sequences"] == 8
+    assert snap["decode_widths"] == {8: [1, 0.1]}

@@ -127,7 +127,7 @@ class LlamaEngine:
             if not finished:
                 request.cancel()
 
-    def stats(self) -> dict[str, float]:
+    def stats(self) -> dict[str, Any]:
         """What the engine computed and reused so far (see ``EngineStats``)."""
         return self.scheduler.stats.snapshot()
 

@@ -33,7 +33,7 @@ class EngineSettings:
     max_sequences: int = 8
     n_batch: int = 512
     n_threads: int | None = None
-    flash_attn: Literal["auto", "on", "off"] = "off"
+    flash_attn: Literal["auto", "on", "off"] = "on"
     kv_unified: bool = False
     kv_cells: int | None = None
     prefix_cache: bool = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -14,6 +15,7 @@ class EngineStats:
     KV cache instead. Decode speed counts the steps that held no prompt token.
     ``decode_seconds`` is the time inside ``llama_decode``; ``step_seconds`` adds the
     engine's own work around it (filling the batch, sampling, stop checks).
+    ``decode_widths`` maps a decode-only step's width (sequences) to [steps, seconds].
 
     Example:
         >>> stats = EngineStats()
@@ -36,6 +38,7 @@ class EngineStats:
     prefill_step_seconds: float = 0.0
     max_batch_sequences: int = 0
     step_seconds: float = 0.0
+    decode_widths: dict[int, list[float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def admitted(self, prompt_tokens: int, cached_tokens: int) -> None:
@@ -56,6 +59,9 @@ class EngineStats:
             else:
                 self.decode_only_tokens += decode_tokens
                 self.decode_only_seconds += seconds
+                steps_and_seconds = self.decode_widths.setdefault(decode_tokens, [0, 0.0])
+                steps_and_seconds[0] += 1
+                steps_and_seconds[1] += seconds
 
     def busy(self, seconds: float) -> None:
         """A whole step: batch filling, ``llama_decode``, sampling and stop checks."""
@@ -66,10 +72,11 @@ class EngineStats:
         with self._lock:
             self.output_tokens += output_tokens
 
-    def snapshot(self) -> dict[str, float]:
+    def snapshot(self) -> dict[str, Any]:
         """The counters and the rates derived from them."""
         with self._lock:
             found = {k: v for k, v in vars(self).items() if not k.startswith("_")}
+            found["decode_widths"] = {k: list(v) for k, v in sorted(self.decode_widths.items())}
         found["prefix_hit_rate"] = _ratio(found["cached_tokens"], found["prompt_tokens"])
         found["decode_tokens_per_s"] = _ratio(
             found["decode_only_tokens"], found["decode_only_seconds"]
