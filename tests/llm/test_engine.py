@@ -170,6 +170,8 @@ def test_a_failed_decode_fails_its_requests_and_the_engine_goes_on() -> None:
 
 
 def test_context_overflow_is_a_clear_error_and_max_tokens_shrinks(exact) -> None:
+    with pytest.raises(ValueError, match="empty prompt"):
+        exact.scheduler.submit(GenerationRequest([], 4, GREEDY, print))
     with pytest.raises(ContextOverflowError, match=r"prompt too long.*n_ctx=1024"):
         exact.complete(_chat("banana " * 1200), max_tokens=8, sampling=GREEDY)
     long_chat = _chat("apple " * 900)

@@ -92,6 +92,8 @@ class BatchScheduler:
     def submit(self, request: GenerationRequest) -> None:
         """Queue ``request``; its listener hears the result from the engine's thread."""
         limit = self.model.settings.n_ctx
+        if not request.prompt:
+            raise ValueError("empty prompt: a request needs at least one token")
         if len(request.prompt) >= limit:
             raise ContextOverflowError(
                 f"prompt too long for the context window: {len(request.prompt)} prompt tokens, "
