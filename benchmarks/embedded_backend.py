@@ -47,7 +47,7 @@ def run_variant(path: str, config: TMASConfig, options: dict[str, Any]) -> dict[
     model.invoke("hi", max_tokens=1)  # load the weights outside the timing
     engine = model._server() if model.engine == "batched" else None
     if engine is not None:
-        engine.scheduler.stats.__init__()
+        engine.scheduler.stats.reset()
     graph = build_tmas_graph(config, llm=model)
     started = time.perf_counter()
     state = graph.invoke({"problem": PROBLEM, "gold_answer": "72"}, {"max_concurrency": 64})

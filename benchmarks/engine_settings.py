@@ -52,7 +52,7 @@ def chat(i: int) -> list[dict[str, str]]:
 def measure(settings: EngineSettings, width: int, tokens: int) -> dict[str, float]:
     engine = LlamaEngine(settings)
     engine.complete(chat(99), max_tokens=1, sampling=Sampling(0.0))  # load outside the timing
-    engine.scheduler.stats.__init__()
+    engine.scheduler.stats.reset()
     started = time.perf_counter()
     with ThreadPoolExecutor(width) as pool:
         outcomes = list(
@@ -86,7 +86,7 @@ def sweep(path: str, widths: list[int], facts: int, tokens: int) -> None:
         engine.complete(shared, max_tokens=1, sampling=Sampling(0.0))  # load, cache the prompt
         found = []
         for width in widths:
-            engine.scheduler.stats.__init__()
+            engine.scheduler.stats.reset()
             ask = functools.partial(engine.complete, shared, max_tokens=tokens)
             with ThreadPoolExecutor(width) as pool:
                 list(pool.map(lambda i, ask=ask: ask(sampling=Sampling(0.8, seed=i)), range(width)))

@@ -116,6 +116,7 @@ def test_cancelled_request_frees_its_sequence() -> None:
         assert kind == "text"
         events.close()  # leaving the stream cancels the request
         assert _finished(engine)
+        assert engine.stats()["decode_tokens"] < 50  # stopped long before its 400 tokens
         reply = engine.complete(_chat("Say yes."), max_tokens=4, sampling=GREEDY)
         assert reply.output_tokens > 0
     finally:
@@ -194,15 +195,48 @@ def test_a_full_unified_cache_queues_requests_instead_of_failing() -> None:
                 )
             )
         assert all(o.output_tokens > 0 for o in outcomes)
+        # each reserves its prompt plus 300 answer tokens: two fit in 1024 cells, not three
+        assert engine.stats()["max_batch_sequences"] <= 2
         assert _finished(engine)
     finally:
         engine.close()
 
 
-def test_closing_the_engine_fails_waiting_requests() -> None:
+def test_closing_the_engine_fails_running_and_waiting_requests() -> None:
     engine = _engine(max_sequences=1)
     events = engine.stream(_chat("Write a long essay."), max_tokens=300, sampling=GREEDY)
     assert next(events)[0] == "text"
+    heard: list[tuple[str, object]] = []
+    engine.scheduler.submit(
+        GenerationRequest(engine.model.prompt_tokens(_chat("Say no.")), 4, GREEDY, heard.append)
+    )
     engine.close()
     with pytest.raises(RequestCancelled):
         list(events)
+    assert [kind for kind, _ in heard] == ["error"]
+    assert isinstance(heard[0][1], RequestCancelled)
+
+
+def test_a_failing_listener_cancels_its_request_and_the_engine_goes_on() -> None:
+    engine = _engine(max_sequences=2)
+    try:
+
+        def broken(event: tuple[str, object]) -> None:
+            raise RuntimeError("the caller is gone")
+
+        doomed = GenerationRequest(
+            engine.model.prompt_tokens(_chat("Write a long essay.")), 200, GREEDY, broken
+        )
+        engine.scheduler.submit(doomed)
+        reply = engine.complete(_chat("Say yes."), max_tokens=4, sampling=GREEDY)
+        assert reply.output_tokens > 0
+        assert _finished(engine)
+        assert doomed.cancelled.is_set()
+        assert engine.stats()["decode_tokens"] < 100
+    finally:
+        engine.close()
+
+
+def test_settings_refuse_more_sequences_than_a_batch_holds() -> None:
+    with pytest.raises(ValueError, match="n_batch"):
+        EngineSettings(str(smollm2_path()), max_sequences=32, n_batch=16)

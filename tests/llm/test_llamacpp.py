@@ -76,20 +76,28 @@ def test_missing_file_fails_on_first_call(tmp_path) -> None:
 def test_async_calls_are_batched_and_usage_is_exact(smollm2: ChatLlamaCpp) -> None:
     import asyncio
 
+    story = "A cat sat on a mat and counted the birds on the wall. " * 4 + "What is 3+4?"
+    questions = [story, "Name a fruit.", story, "Say one word."]
+
     async def ask_all() -> list[AIMessage]:
-        questions = ["What is 3+4?", "Name a fruit.", "What is 3+4?", "Say one word."]
         return await asyncio.gather(*(smollm2.ainvoke(q, max_tokens=6) for q in questions))
 
-    replies = asyncio.run(ask_all())
     engine = smollm2._server()
-    for reply in replies:
+    engine.scheduler.stats.reset()
+    replies = asyncio.run(ask_all())
+    for question, reply in zip(questions, replies, strict=True):
         usage = reply.usage_metadata
-        prompt = engine.model.prompt_tokens([{"role": "user", "content": "x"}])
-        assert usage["input_tokens"] >= len(prompt)
+        prompt = engine.model.prompt_tokens([{"role": "user", "content": question}])
+        assert usage["input_tokens"] == len(prompt)
         assert 0 < usage["output_tokens"] <= 6
         assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    stats = engine.stats()
+    assert stats["output_tokens"] == sum(r.usage_metadata["output_tokens"] for r in replies)
+    assert stats["max_batch_sequences"] >= 2  # the four calls were decoded together
     assert replies[0].text == replies[2].text  # greedy, same prompt
-    assert replies[2].usage_metadata["input_token_details"]["cache_read"] > 0
+    copied = [r.usage_metadata.get("input_token_details", {}).get("cache_read", 0) for r in replies]
+    same_prompt = replies[0].usage_metadata["input_tokens"]
+    assert max(copied[0], copied[2]) == same_prompt - 1  # one computed it, the other copied
 
 
 def test_async_stream_yields_text_then_usage(smollm2: ChatLlamaCpp) -> None:

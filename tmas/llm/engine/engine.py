@@ -107,13 +107,14 @@ class LlamaEngine:
         events: asyncio.Queue[Event] = asyncio.Queue()
 
         def listener(event: Event) -> None:
-            loop.call_soon_threadsafe(events.put_nowait, event)
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(events.put_nowait, event)
 
-        request = await loop.run_in_executor(
-            None, self._submit, chat, max_tokens, sampling, stops, listener
-        )
+        prompt = await loop.run_in_executor(None, self.model.prompt_tokens, chat)
+        request = GenerationRequest(prompt, max_tokens, sampling, listener, list(stops or []))
         finished = False
         try:
+            self.scheduler.submit(request)
             while True:
                 kind, value = await events.get()
                 if kind == "error":

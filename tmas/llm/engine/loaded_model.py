@@ -41,8 +41,13 @@ class EngineSettings:
     def __post_init__(self) -> None:
         if self.kv_cells is not None and self.kv_cells < self.n_ctx:
             raise ValueError(f"kv_cells ({self.kv_cells}) must hold one request: at least n_ctx")
-        if self.max_sequences < 1 or self.n_batch < 1:
-            raise ValueError("max_sequences and n_batch must be at least 1")
+        if self.max_sequences < 1:
+            raise ValueError("max_sequences must be at least 1")
+        if self.n_batch < self.max_sequences:
+            raise ValueError(
+                f"n_batch ({self.n_batch}) must hold one token of each of the "
+                f"{self.max_sequences} sequences"
+            )
 
     def total_cells(self) -> int:
         """The KV cells of the context: per sequence times sequences, unless set."""

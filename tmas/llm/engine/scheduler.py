@@ -25,6 +25,15 @@ from tmas.llm.errors import ContextOverflowError
 _WORTH_WAITING = 16
 
 
+def _notify(request: GenerationRequest, event: tuple[str, Any]) -> None:
+    """Tell a request's listener; a listener that fails (its caller gone, its event loop
+    closed) cancels its own request and never stops the engine."""
+    try:
+        request.listener(event)
+    except Exception:  # noqa: BLE001 - the caller's problem, not the engine's
+        request.cancel()
+
+
 class EngineError(RuntimeError):
     """llama.cpp failed to decode a batch; the requests in it fail with this error."""
 
@@ -149,35 +158,31 @@ class BatchScheduler:
             stranded, self._pending = self._pending, []
         self._fail(list(self._running), RequestCancelled("the llama.cpp engine was closed"))
         for request in stranded:
-            request.listener(("error", RequestCancelled("the llama.cpp engine was closed")))
+            _notify(request, ("error", RequestCancelled("the llama.cpp engine was closed")))
 
     def _drop_cancelled(self) -> None:
         with self._cond:
             dropped = [r for r in self._pending if r.cancelled.is_set()]
             self._pending = [r for r in self._pending if not r.cancelled.is_set()]
         for request in dropped:
-            request.listener(("error", RequestCancelled("request cancelled")))
+            _notify(request, ("error", RequestCancelled("request cancelled")))
         cancelled = [r for r in self._running if r.request.cancelled.is_set()]
         self._fail(cancelled, RequestCancelled("request cancelled"))
 
     def _admit(self) -> None:
         with self._cond:
             waiting = list(self._pending)
-        admitted: list[GenerationRequest] = []
         for request in waiting:
-            if not self._try_start(request):
-                if self.slots.take_free() is None:
-                    break
-                continue
-            admitted.append(request)
-        if admitted:
-            with self._cond:
-                self._pending = [r for r in self._pending if r not in admitted]
+            if not self._fits(request):
+                break  # first come, first served: later requests do not overtake it
+            if self._try_start(request):
+                with self._cond:
+                    self._pending.remove(request)
+            elif self.slots.take_free() is None:
+                break
 
     def _try_start(self, request: GenerationRequest) -> bool:
         prompt = request.prompt
-        if not self._fits(request):
-            return False
         if not self.model.settings.prefix_cache:
             return self._start(request, self.slots.take_free(), 0)
         source, length = self.slots.longest_prefix(prompt)
@@ -201,9 +206,12 @@ class BatchScheduler:
         """Run ``request`` on ``target``, whose cache holds its first ``length`` tokens."""
         if target is None:
             return False
+        if length and not self.lib.llama_memory_seq_rm(
+            self.model.memory, target.seq_id, length, -1
+        ):  # this memory cannot cut a sequence in the middle: compute the prompt in full
+            length = 0
         if not length:
-            self._clear(target)
-        self.lib.llama_memory_seq_rm(self.model.memory, target.seq_id, length, -1)
+            self._clear(target, always=True)
         del target.tokens[length:]
         prompt = request.prompt
         target.busy = True
@@ -250,8 +258,10 @@ class BatchScheduler:
             self.lib.llama_memory_seq_cp(memory, source.seq_id, target.seq_id, -1, -1)
         target.tokens = source.tokens[:length]
 
-    def _clear(self, slot: Slot) -> None:
-        if slot.tokens:
+    def _clear(self, slot: Slot, *, always: bool = False) -> None:
+        """Drop a sequence's cache (``always``: even cells the table does not know of, which
+        a failed decode may have left behind)."""
+        if slot.tokens or always:
             self.lib.llama_memory_seq_rm(self.model.memory, slot.seq_id, -1, -1)
             slot.tokens = []
 
@@ -327,7 +337,7 @@ class BatchScheduler:
         running.output_tokens += 1
         fresh = running.text.feed(self.model.piece(token))
         if fresh:
-            running.request.listener(("text", fresh))
+            _notify(running.request, ("text", fresh))
         if running.text.stopped:
             self._finish(running, "stop")
         elif running.output_tokens >= running.request.max_tokens:
@@ -338,10 +348,11 @@ class BatchScheduler:
     def _finish(self, running: _Running, reason: str) -> None:
         tail = running.text.feed(b"", final=True)
         if tail:
-            running.request.listener(("text", tail))
+            _notify(running.request, ("text", tail))
         self._release(running)
         self.stats.finished(running.output_tokens)
-        running.request.listener(
+        _notify(
+            running.request,
             (
                 "done",
                 Outcome(
@@ -351,7 +362,7 @@ class BatchScheduler:
                     output_tokens=running.output_tokens,
                     cached_tokens=running.cached,
                 ),
-            )
+            ),
         )
 
     def _release(self, running: _Running) -> None:
@@ -364,6 +375,6 @@ class BatchScheduler:
         for running in failed:
             if running not in self._running:
                 continue
-            self._clear(running.slot)
+            self._clear(running.slot, always=True)
             self._release(running)
-            running.request.listener(("error", error))
+            _notify(running.request, ("error", error))

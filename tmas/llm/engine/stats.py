@@ -41,6 +41,14 @@ class EngineStats:
     decode_widths: dict[int, list[float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    def reset(self) -> None:
+        """Start counting again (a benchmark's timed part)."""
+        with self._lock:
+            fresh = EngineStats()
+            for name, value in vars(fresh).items():
+                if not name.startswith("_"):
+                    setattr(self, name, value)
+
     def admitted(self, prompt_tokens: int, cached_tokens: int) -> None:
         with self._lock:
             self.requests += 1
