@@ -16,6 +16,12 @@ from tmas.storage.sqlite import connect
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 
+def _default_sigint() -> None:
+    """Let the child take Ctrl-C even when the tests were started in the background, where a
+    shell hands its children SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "TMAS_HOME": str(tmp_path), "TMAS_API_KEY": "test-key"}
 
@@ -52,6 +58,7 @@ def test_stopped_in_iteration_two_then_resume_repeats_no_completed_call(
             env=_env(tmp_path),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            preexec_fn=_default_sigint,
         )
         _, stderr = proc.communicate(timeout=120)
         assert proc.returncode == exit_code, stderr.decode()
