@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -167,10 +168,8 @@ class ChatLlamaCpp(BaseChatModel):
         if self.engine != "batched":
             return await super()._agenerate(messages, stop, None, **kwargs)
         engine = await _aengine(self)
-        async for kind, value in engine.astream(**self._call(messages, kwargs), stops=stop):
-            if kind == "done":
-                return ChatResult(generations=[ChatGeneration(message=self._message(value))])
-        raise RuntimeError("the engine ended a request without an outcome")
+        outcome = await engine.acomplete(**self._call(messages, kwargs), stops=stop)
+        return ChatResult(generations=[ChatGeneration(message=self._message(outcome))])
 
     def _stream(
         self,
@@ -218,6 +217,4 @@ class ChatLlamaCpp(BaseChatModel):
 
 async def _aengine(model: ChatLlamaCpp) -> LlamaEngine:
     """The shared engine, loaded off the event loop (loading a model takes seconds)."""
-    import asyncio
-
     return await asyncio.get_running_loop().run_in_executor(None, model._server)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from tmas.llm.engine.request import Outcome, Sampling
@@ -28,6 +29,19 @@ def _import_llama() -> Any:
             "the serial llama.cpp path needs llama-cpp-python: pip install llama-cpp-python"
         ) from exc
     return Llama
+
+
+@contextmanager
+def _context_errors() -> Iterator[None]:
+    """llama-cpp-python's own context-window ValueError, as a ``ContextOverflowError``."""
+    try:
+        yield
+    except ValueError as exc:
+        if "context window" not in str(exc):
+            raise
+        raise ContextOverflowError(
+            f"prompt too long for the context window ({exc}); shorten the prompt or raise n_ctx"
+        ) from exc
 
 
 def _prompt_key(chat: list[dict[str, str]]) -> str:
@@ -106,8 +120,9 @@ class SerialLlama:
         max_tokens: int,
         sampling: Sampling,
         stops: list[str] | None,
-    ) -> dict[str, Any]:
-        """Build ``create_chat_completion`` arguments, fitting max_tokens into the context."""
+    ) -> tuple[dict[str, Any], int]:
+        """``create_chat_completion`` arguments, max_tokens fitted into the context, and the
+        prompt's token count."""
         n_ctx = llama.n_ctx()
         prompt_tokens = self._count_prompt_tokens(llama, chat)
         if prompt_tokens >= n_ctx:
@@ -126,7 +141,7 @@ class SerialLlama:
         }
         if sampling.seed is not None:
             request["seed"] = sampling.seed
-        return request
+        return request, prompt_tokens
 
     def stream(
         self,
@@ -136,12 +151,13 @@ class SerialLlama:
         sampling: Sampling,
         stops: list[str] | None = None,
     ) -> Iterator[Event]:
-        """``("text", str)`` events, then one ``("done", Outcome)``."""
+        """``("text", str)`` events, then one ``("done", Outcome)``. llama-cpp-python's stream
+        carries no usage, so the answer's tokens are counted by tokenising its text again."""
         with self._gate.hold(_prompt_key(chat)):
             llama = self._load()
-            request = self._request(llama, chat, max_tokens, sampling, stops)
+            request, prompt_tokens = self._request(llama, chat, max_tokens, sampling, stops)
             text, finish_reason, usage = [], None, {}
-            try:
+            with _context_errors():
                 for part in llama.create_chat_completion(**request, stream=True):
                     choice = part["choices"][0]
                     piece = choice.get("delta", {}).get("content") or ""
@@ -150,14 +166,6 @@ class SerialLlama:
                     if piece:
                         text.append(piece)
                         yield "text", piece
-            except ValueError as exc:
-                if "context window" in str(exc):
-                    raise ContextOverflowError(
-                        f"prompt too long for the context window ({exc}); shorten the prompt "
-                        "or raise n_ctx"
-                    ) from exc
-                raise
-            prompt_tokens = self._count_prompt_tokens(llama, chat)
             output = len(llama.tokenize("".join(text).encode("utf-8"), add_bos=False))
         yield (
             "done",
@@ -181,16 +189,9 @@ class SerialLlama:
         """The finished call's outcome."""
         with self._gate.hold(_prompt_key(chat)):
             llama = self._load()
-            request = self._request(llama, chat, max_tokens, sampling, stops)
-            try:
+            request, _ = self._request(llama, chat, max_tokens, sampling, stops)
+            with _context_errors():
                 response = llama.create_chat_completion(**request)
-            except ValueError as exc:
-                if "context window" in str(exc):
-                    raise ContextOverflowError(
-                        f"prompt too long for the context window ({exc}); shorten the prompt "
-                        "or raise n_ctx"
-                    ) from exc
-                raise
         choice = response["choices"][0]
         usage = response.get("usage") or {}
         return Outcome(

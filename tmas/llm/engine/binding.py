@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,17 +23,13 @@ class LlamaBinding:
 
     Example:
         >>> binding = load_binding()
-        >>> list(binding.tokens([1, 2]))
-        [1, 2]
+        >>> len(binding.token_room(3))
+        3
     """
 
     lib: Any
     null: Any = None
     _log_callback: Any = None
-
-    def tokens(self, values: Sequence[int]) -> Any:
-        """A C array of ``llama_token`` holding ``values``."""
-        return (ctypes.c_int32 * len(values))(*values)
 
     def token_room(self, size: int) -> Any:
         """A zeroed C array for ``size`` tokens."""

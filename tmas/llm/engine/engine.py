@@ -36,23 +36,15 @@ class LlamaEngine:
         self.model = LoadedModel(settings)
         self.scheduler = BatchScheduler(self.model)
 
-    def _submit(
+    def _request(
         self,
-        chat: list[dict[str, str]],
+        prompt: list[int],
         max_tokens: int,
         sampling: Sampling,
         stops: list[str] | None,
         listener: Any,
     ) -> GenerationRequest:
-        request = GenerationRequest(
-            prompt=self.model.prompt_tokens(chat),
-            max_tokens=max_tokens,
-            sampling=sampling,
-            listener=listener,
-            stops=list(stops or []),
-        )
-        self.scheduler.submit(request)
-        return request
+        return GenerationRequest(prompt, max_tokens, sampling, listener, list(stops or []))
 
     def stream(
         self,
@@ -64,21 +56,19 @@ class LlamaEngine:
     ) -> Iterator[Event]:
         """The request's events, from the calling thread."""
         events: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        request = self._submit(chat, max_tokens, sampling, stops, events.put)
-        finished = False
+        prompt = self.model.prompt_tokens(chat)
+        request = self._request(prompt, max_tokens, sampling, stops, events.put)
         try:
+            self.scheduler.submit(request)
             while True:
                 kind, value = events.get()
                 if kind == "error":
-                    finished = True
                     raise value
                 yield kind, value
                 if kind == "done":
-                    finished = True
                     return
         finally:
-            if not finished:
-                request.cancel()
+            request.cancel()  # frees its sequence if it still runs; a no-op once it ended
 
     def complete(
         self,
@@ -111,22 +101,33 @@ class LlamaEngine:
                 loop.call_soon_threadsafe(events.put_nowait, event)
 
         prompt = await loop.run_in_executor(None, self.model.prompt_tokens, chat)
-        request = GenerationRequest(prompt, max_tokens, sampling, listener, list(stops or []))
-        finished = False
+        request = self._request(prompt, max_tokens, sampling, stops, listener)
         try:
             self.scheduler.submit(request)
             while True:
                 kind, value = await events.get()
                 if kind == "error":
-                    finished = True
                     raise value
                 yield kind, value
                 if kind == "done":
-                    finished = True
                     return
         finally:
-            if not finished:
-                request.cancel()
+            request.cancel()  # frees its sequence if it still runs; a no-op once it ended
+
+    async def acomplete(
+        self,
+        chat: list[dict[str, str]],
+        *,
+        max_tokens: int,
+        sampling: Sampling,
+        stops: list[str] | None = None,
+    ) -> Outcome:
+        """The finished request's outcome, awaited."""
+        events = self.astream(chat, max_tokens=max_tokens, sampling=sampling, stops=stops)
+        async for kind, value in events:
+            if kind == "done":
+                return value
+        raise RuntimeError("the engine ended a request without an outcome")
 
     def stats(self) -> dict[str, Any]:
         """What the engine computed and reused so far (see ``EngineStats``)."""

@@ -197,8 +197,8 @@ class BatchScheduler:
             target = self.slots.take_free()
             if target is None:
                 return False
-            self._clear(target)
             if source is not None and length > 0:
+                self._clear(target)
                 self._copy_prefix(source, target, length)
         return self._start(request, target, length)
 

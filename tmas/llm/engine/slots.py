@@ -81,7 +81,3 @@ class SlotTable:
     def idle_cached(self) -> list[Slot]:
         """Idle slots still holding a cache, least recently used first (eviction order)."""
         return sorted((s for s in self.slots if not s.busy and s.tokens), key=lambda s: s.last_used)
-
-    def cached_tokens(self) -> int:
-        """Tokens held in the KV cache over all slots."""
-        return sum(len(slot.tokens) for slot in self.slots)
