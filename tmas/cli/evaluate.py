@@ -13,18 +13,23 @@ from tmas.cli.common import (
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    DtypeOption,
+    EngineArgOption,
     EngineOption,
+    GpuMemoryOption,
     GraphOption,
     IterationsOption,
     MaxSequencesOption,
     MaxTokensOption,
     ModelOption,
     NCtxOption,
+    PipelineParallelOption,
     PluginOption,
     PromptsOption,
     RoleBaseUrlOption,
     RoleModelOption,
     SetOption,
+    TensorParallelOption,
     ThreadsOption,
     VerificationsOption,
     check_database,
@@ -34,7 +39,7 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import run_options, setup_run
+from tmas.cli.inputs import engine_args, run_options, setup_run
 from tmas.cli.outcome import DEGRADED_EXIT
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
@@ -92,6 +97,11 @@ def evaluate(
     threads: ThreadsOption = None,
     engine: EngineOption = "batched",
     max_sequences: MaxSequencesOption = 8,
+    engine_arg: EngineArgOption = [],  # noqa: B006
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    pipeline_parallel_size: PipelineParallelOption = None,
+    dtype: DtypeOption = None,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
@@ -118,6 +128,10 @@ def evaluate(
             dict(
                 kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
                 engine=engine, max_sequences=max_sequences,
+                engine_args=engine_args(
+                    engine_arg, gpu_memory_utilization, tensor_parallel_size,
+                    pipeline_parallel_size, dtype,
+                ),
             ),
             prompts,
         )

@@ -23,6 +23,7 @@ from tmas.config import (
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
+from tmas.llm.vllm.options import normalize_key
 from tmas.nodes.control.selection_rules import selection_rule
 
 
@@ -137,6 +138,31 @@ def build_config(
     return topology_config(topology, chosen)
 
 
+def engine_args(
+    items: list[str],
+    gpu_memory_utilization: float | None = None,
+    tensor_parallel_size: int | None = None,
+    pipeline_parallel_size: int | None = None,
+    dtype: str | None = None,
+) -> dict[str, Any]:
+    """vLLM engine options from ``--engine-arg KEY=VALUE`` and the named options (which win).
+
+    Example:
+        >>> engine_args(["enforce-eager=true"], gpu_memory_utilization=0.5)
+        {'enforce_eager': True, 'gpu_memory_utilization': 0.5}
+    """
+    pairs = parse_pairs(items, "--engine-arg KEY=VALUE")
+    options = {normalize_key(key): parse_value(value) for key, value in pairs}
+    named = {
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "tensor_parallel_size": tensor_parallel_size,
+        "pipeline_parallel_size": pipeline_parallel_size,
+        "dtype": dtype,
+    }
+    options.update({key: value for key, value in named.items() if value is not None})
+    return options
+
+
 def build_backend(**values: Any) -> BackendSpec:
     """The backend settings, with the default local model resolved to a name (a base URL
     makes the backend an OpenAI-compatible one)."""
@@ -195,12 +221,14 @@ def revised_settings(
     model: str | None = None,
     base_url: str | None = None,
     n_ctx: int | None = None,
+    engine_options: dict[str, Any] | None = None,
     role_models: list[str] | None = None,
     role_base_urls: list[str] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A saved run's config and backend with corrected model settings (what a resume may fix
-    after an unknown model, a moved server or a context too small); raises ConfigError for a
-    bad value, leaving the saved settings alone.
+    after an unknown model, a moved server, a context too small or an engine option that
+    does not fit the machine; ``engine_options`` are merged into the saved ones); raises
+    ConfigError for a bad value, leaving the saved settings alone.
 
     Example:
         >>> config, backend = revised_settings(
@@ -214,6 +242,8 @@ def revised_settings(
     for key, value in (("model", model), ("base_url", base_url), ("n_ctx", n_ctx)):
         if value is not None:
             backend_values[key] = value
+    if engine_options:
+        backend_values["engine_args"] = {**backend.get("engine_args", {}), **engine_options}
     new_backend = build_backend(**backend_values)
     corrected = role_settings(role_models or [], role_base_urls or [])
     roles = merged_roles(config.get("roles"), corrected)

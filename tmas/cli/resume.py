@@ -10,20 +10,22 @@ import typer
 from tmas.cli.common import (
     ConcurrencyOption,
     DbOption,
+    EngineArgOption,
+    GpuMemoryOption,
     JsonOption,
+    PipelineParallelOption,
     ReviewOption,
     RoleBaseUrlOption,
     RoleModelOption,
     StreamOption,
+    TensorParallelOption,
     error_line,
     fail,
     open_manager,
     require_rebuildable,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import (
-    revised_settings,
-)
+from tmas.cli.inputs import engine_args, revised_settings
 from tmas.cli.outcome import drive, finish, live_options
 from tmas.config import TMASConfig
 from tmas.lifecycle.manager import saved_state
@@ -48,8 +50,12 @@ def resume(
     role_model: RoleModelOption = [],  # noqa: B006
     role_base_url: RoleBaseUrlOption = [],  # noqa: B006
     n_ctx: Annotated[
-        int | None, typer.Option(help="continue with this context window (embedded model)")
+        int | None, typer.Option(help="continue with this context window (local engine)")
     ] = None,
+    engine_arg: EngineArgOption = [],  # noqa: B006
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    pipeline_parallel_size: PipelineParallelOption = None,
 ) -> None:
     """Continue an interrupted or paused run from its last checkpoint, repeating no finished
     call; model options correct what stopped it (an unknown model, a moved server, a context
@@ -68,7 +74,14 @@ def resume(
                 " (or here, with --base-url and --model of a server that serves it)",
             )
         settings = None
-        if model or base_url or role_model or role_base_url or n_ctx:
+        try:
+            engine_options = engine_args(
+                engine_arg, gpu_memory_utilization, tensor_parallel_size, pipeline_parallel_size
+            )
+        except ValueError as exc:
+            fail(error_line(exc))
+            return
+        if model or base_url or role_model or role_base_url or n_ctx or engine_options:
             try:
                 settings = revised_settings(
                     record.config,
@@ -76,6 +89,7 @@ def resume(
                     model=model,
                     base_url=base_url,
                     n_ctx=n_ctx,
+                    engine_options=engine_options,
                     role_models=role_model,
                     role_base_urls=role_base_url,
                 )

@@ -14,7 +14,10 @@ from tmas.cli.common import (
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    DtypeOption,
+    EngineArgOption,
     EngineOption,
+    GpuMemoryOption,
     GraphOption,
     IterationsOption,
     JsonOption,
@@ -22,6 +25,7 @@ from tmas.cli.common import (
     MaxTokensOption,
     ModelOption,
     NCtxOption,
+    PipelineParallelOption,
     PluginOption,
     PromptsOption,
     ReviewOption,
@@ -29,6 +33,7 @@ from tmas.cli.common import (
     RoleModelOption,
     SetOption,
     StreamOption,
+    TensorParallelOption,
     ThreadsOption,
     VerificationsOption,
     err,
@@ -38,6 +43,7 @@ from tmas.cli.common import (
 )
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
+    engine_args,
     read_documents,
     read_problem,
     run_options,
@@ -73,6 +79,11 @@ def solve(
     threads: ThreadsOption = None,
     engine: EngineOption = "batched",
     max_sequences: MaxSequencesOption = 8,
+    engine_arg: EngineArgOption = [],  # noqa: B006
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    pipeline_parallel_size: PipelineParallelOption = None,
+    dtype: DtypeOption = None,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
@@ -96,6 +107,10 @@ def solve(
             dict(
                 kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
                 engine=engine, max_sequences=max_sequences,
+                engine_args=engine_args(
+                    engine_arg, gpu_memory_utilization, tensor_parallel_size,
+                    pipeline_parallel_size, dtype,
+                ),
             ),
             prompts,
         )

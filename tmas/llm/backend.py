@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,15 +14,21 @@ from tmas.config import TMASConfig
 from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
+VLLM_KINDS = ("vllm", "vllm-server")
+
 
 class BackendSpec(BaseModel):
     """Which engine serves the models. Holds no secret: API keys come from the environment.
 
     ``kind``: ``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible endpoint,
-    e.g. ``vllm serve``), ``vllm`` (vLLM in-process) or ``custom`` (chat models a Python
+    e.g. ``vllm serve``), ``vllm`` (vLLM's async engine in-process), ``vllm-server`` (a vLLM
+    OpenAI server the run starts on loopback and stops) or ``custom`` (chat models a Python
     caller passed; ``model`` describes them, and they cannot be rebuilt from it). ``model``
     is a GGUF path or ``qwen``/``smollm2`` for llamacpp, a served model name for openai, a
-    model id or path for vllm.
+    Hugging Face checkpoint folder, hub id or ``qwen``/``smollm2`` for the vLLM kinds.
+    ``n_ctx`` is the context length of the local engines (vLLM's ``max_model_len``), and
+    ``engine_args`` any further vLLM engine option (``gpu_memory_utilization``,
+    ``tensor_parallel_size``, ``dtype``, ...).
 
     Example:
         >>> BackendSpec(kind="openai", base_url="http://127.0.0.1:8000/v1", model="m").kind
@@ -31,7 +37,7 @@ class BackendSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["llamacpp", "openai", "vllm", "custom"] = "llamacpp"
+    kind: Literal["llamacpp", "openai", "vllm", "vllm-server", "custom"] = "llamacpp"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "TMAS_API_KEY"
@@ -42,11 +48,16 @@ class BackendSpec(BaseModel):
     )
     max_sequences: int = Field(default=8, ge=1, le=256, description="calls decoded together")
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="seconds per request")
+    engine_args: dict[str, Any] = Field(
+        default_factory=dict, description="vLLM engine options (the vllm backends)"
+    )
 
     @model_validator(mode="after")
-    def _url_fits_kind(self) -> BackendSpec:
+    def _settings_fit_kind(self) -> BackendSpec:
         if self.base_url and self.kind != "openai":
             raise ValueError(f"--base-url needs the openai backend, not {self.kind}")
+        if self.engine_args and self.kind not in VLLM_KINDS:
+            raise ValueError(f"--engine-arg needs a vllm backend, not {self.kind}")
         return self
 
     def resolved(self) -> BackendSpec:
@@ -56,15 +67,16 @@ class BackendSpec(BaseModel):
             >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").resolved().model
             'm'
         """
-        if self.kind != "llamacpp" or self.model not in (None, "default"):
+        if self.kind not in ("llamacpp", *VLLM_KINDS) or self.model not in (None, "default"):
             return self
         from tmas.llm.model_files import qwen_available
 
         return self.model_copy(update={"model": "qwen" if qwen_available() else "smollm2"})
 
     def identity(self) -> dict[str, object]:
-        """The settings that decide what the models answer (not timeouts, threads or where the
-        API key comes from): kind, model, URL, and the context size of the embedded model.
+        """The settings that decide what the models answer (not timeouts, threads, memory,
+        parallelism or where the API key comes from): kind, model, URL, the context size of a
+        local engine and vLLM's other answer-changing options (``dtype``, ...).
 
         Example:
             >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").identity()
@@ -73,8 +85,14 @@ class BackendSpec(BaseModel):
         found: dict[str, object] = {"kind": self.kind, "model": self.model}
         if self.base_url:
             found["base_url"] = self.base_url
-        if self.kind == "llamacpp":
+        if self.kind in ("llamacpp", *VLLM_KINDS):
             found["n_ctx"] = self.n_ctx
+        if self.kind in VLLM_KINDS:
+            from tmas.llm.vllm.options import RESOURCE_OPTIONS
+
+            answering = {k: v for k, v in self.engine_args.items() if k not in RESOURCE_OPTIONS}
+            if answering:
+                found["engine_args"] = answering
         return found
 
     def describe(self) -> str:
@@ -155,6 +173,31 @@ def _openai_model(
     )
 
 
+def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
+    from tmas.llm.vllm.models import INSTALL_HINT, in_process_chat_model, server_chat_model
+
+    require_module("vllm", INSTALL_HINT)
+    if spec.kind == "vllm-server":
+        return server_chat_model(
+            spec.model,
+            spec.engine_args,
+            spec.n_ctx,
+            max_tokens=config.solver_max_tokens,
+            temperature=config.temperature,
+            timeout_s=spec.timeout_s,
+            api_key_env=spec.api_key_env,
+        )
+    return in_process_chat_model(
+        spec.model,
+        spec.engine_args,
+        spec.n_ctx,
+        max_tokens=config.solver_max_tokens,
+        temperature=config.temperature,
+        seed=config.seed,
+        timeout_s=spec.timeout_s,
+    )
+
+
 def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     """The main chat model of ``spec`` (the solver's, and every role's without an override).
 
@@ -173,18 +216,8 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         return _openai_model(
             spec.base_url, spec.model, spec, config.solver_max_tokens, config.temperature
         )
-    if spec.kind == "vllm":
-        if not spec.model:
-            raise ValueError("the vllm backend needs --model (a model id or path)")
-        require_module("vllm", "pip install 'tmas[vllm]' (needs a GPU)")
-        from tmas.llm.vllm_local import ChatVLLM
-
-        return ChatVLLM(
-            model=spec.model,
-            max_tokens=config.solver_max_tokens,
-            temperature=config.temperature,
-            seed=config.seed,
-        )
+    if spec.kind in VLLM_KINDS:
+        return _vllm_model(spec, config)
     require_module("llama_cpp", "pip install 'tmas[local]'")
     from tmas.llm.llamacpp import ChatLlamaCpp
     from tmas.llm.model_files import resolve_local_model

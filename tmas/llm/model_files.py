@@ -120,7 +120,7 @@ def _sha256_of(path: Path) -> str:
 
 
 @contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if needed) for the block."""
     with path.open("a+b") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
@@ -160,7 +160,7 @@ def join_parts(parts: list[Path], dest: Path, *, sha256: str, size: int) -> Path
     dest.parent.mkdir(parents=True, exist_ok=True)
     if _verified(dest, sha256, size):
         return dest
-    with _file_lock(dest.with_name(dest.name + ".lock")):
+    with file_lock(dest.with_name(dest.name + ".lock")):
         if _verified(dest, sha256, size):
             return dest
         dest.unlink(missing_ok=True)

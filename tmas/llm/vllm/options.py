@@ -1,0 +1,124 @@
+"""vLLM engine options: parsed from ``KEY=VALUE`` text, checked against vLLM's own fields, and
+completed with defaults that work on both a GPU and a CPU build of vLLM."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+# Options that change how much hardware an engine uses or how fast it runs, never what a
+# model answers: a resumed run may change them freely, and they are left out of a backend's
+# identity.
+RESOURCE_OPTIONS = frozenset(
+    {
+        "gpu_memory_utilization",
+        "kv_cache_memory_bytes",
+        "swap_space",
+        "cpu_offload_gb",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "distributed_executor_backend",
+        "max_num_seqs",
+        "max_num_batched_tokens",
+        "enable_chunked_prefill",
+        "enable_prefix_caching",
+        "enforce_eager",
+        "disable_log_stats",
+        "block_size",
+    }
+)
+
+# On a CPU the memory fraction is one of the machine's RAM, and vLLM's GPU default (0.9) is
+# refused; a third of the RAM leaves room for the model, the graph and the rest of the host.
+CPU_MEMORY_FRACTION = 0.3
+
+
+def normalize_key(key: str) -> str:
+    """An option name as vLLM's Python fields spell it (``max-model-len`` → ``max_model_len``).
+
+    Example:
+        >>> normalize_key(" --max-model-len ")
+        'max_model_len'
+    """
+    return key.strip().lstrip("-").replace("-", "_")
+
+
+def engine_field_names() -> set[str]:
+    """The option names vLLM's ``AsyncEngineArgs`` accepts (needs vLLM installed)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+
+    return {field.name for field in dataclasses.fields(AsyncEngineArgs)}
+
+
+def check_option_names(options: Mapping[str, Any], known: set[str]) -> None:
+    """Raise ValueError naming each option vLLM does not know, with the closest known name.
+
+    Example:
+        >>> check_option_names({"max_model_lenn": 1}, {"max_model_len", "dtype"})
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown vLLM engine option max_model_lenn (did you mean max_model_len?)
+    """
+    unknown = sorted(set(options) - known)
+    if not unknown:
+        return
+    described = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        described.append(f"{name} (did you mean {close[0]}?)" if close else name)
+    plural = "s" if len(unknown) > 1 else ""
+    raise ValueError(f"unknown vLLM engine option{plural} {', '.join(described)}")
+
+
+def engine_options(
+    model: str, options: Mapping[str, Any], context_length: int | None, on_cpu: bool
+) -> dict[str, Any]:
+    """The keyword arguments of vLLM's ``AsyncEngineArgs``: the caller's ``options`` over
+    defaults (prefix caching on, no per-step stats logging, the context length as
+    ``max_model_len``, and on a CPU a third of the RAM for the engine).
+
+    Example:
+        >>> engine_options("m", {"dtype": "float32"}, 2048, on_cpu=True)["gpu_memory_utilization"]
+        0.3
+        >>> engine_options("m", {"max_model_len": 1024}, 2048, on_cpu=False)["max_model_len"]
+        1024
+    """
+    merged: dict[str, Any] = {
+        "model": model,
+        "enable_prefix_caching": True,
+        "disable_log_stats": True,
+    }
+    if context_length is not None:
+        merged["max_model_len"] = context_length
+    if on_cpu and "kv_cache_memory_bytes" not in options:
+        merged["gpu_memory_utilization"] = CPU_MEMORY_FRACTION
+    merged.update(options)
+    merged["model"] = model
+    return merged
+
+
+def server_flags(options: Mapping[str, Any]) -> list[str]:
+    """Engine options as command-line flags of vLLM's OpenAI server.
+
+    Example:
+        >>> server_flags({"max_model_len": 2048, "enforce_eager": True, "x": False})
+        ['--max-model-len', '2048', '--enforce-eager', '--no-x']
+        >>> server_flags({"limit_mm_per_prompt": {"image": 0}})
+        ['--limit-mm-per-prompt', '{"image": 0}']
+    """
+    flags: list[str] = []
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            flags.append(flag)
+        elif value is False:
+            flags.append("--no-" + key.replace("_", "-"))
+        elif isinstance(value, (dict, list)):
+            flags += [flag, json.dumps(value)]
+        else:
+            flags += [flag, str(value)]
+    return flags
