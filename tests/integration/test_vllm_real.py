@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from langchain_core.messages import HumanMessage
 
 import tmas
 from tmas.config import TMASConfig
@@ -23,7 +24,7 @@ from tmas.llm.vllm.chat import ChatVLLM
 from tmas.llm.vllm.engine import VLLMEngine
 from tmas.llm.vllm.models import in_process_chat_model
 from tmas.storage.sqlite import connect
-from tmas.testing.processes import alive, descendants
+from tmas.process_tree import alive, descendants
 
 pytestmark = pytest.mark.slow
 
@@ -122,7 +123,7 @@ def test_seed_fixes_the_sample_and_prefix_cache_serves_shared_prompts(chat: Chat
     assert first.content == again.content
     assert again.usage_metadata["input_token_details"]["cache_read"] > 0
     assert engine.stats.prefix_hit_rate > 0
-    choices = chat.generate([[("user", "Name a colour.")]], n=3, max_tokens=6)
+    choices = chat.generate([[HumanMessage("Name a colour.")]], n=3, max_tokens=6)
     assert len(choices.generations[0]) == 3
 
 

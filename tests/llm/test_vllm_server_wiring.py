@@ -17,7 +17,7 @@ from openai import OpenAI
 from tmas.llm.vllm import server as server_module
 from tmas.llm.vllm.failures import VLLMStartError
 from tmas.llm.vllm.server import ManagedVLLMServer
-from tmas.testing.processes import alive
+from tmas.process_tree import alive
 
 STAND_IN = "tmas.testing.fake_vllm_server"
 

@@ -122,10 +122,12 @@ def test_engine_options_defaults_and_overrides() -> None:
         "disable_log_stats": True,
         "max_model_len": 2048,
         "gpu_memory_utilization": 0.3,
+        "enforce_eager": True,
         "dtype": "float32",
     }
     gpu = engine_options("/ckpt", {"enable_prefix_caching": False}, 4096, on_cpu=False)
     assert "gpu_memory_utilization" not in gpu and gpu["enable_prefix_caching"] is False
+    assert "enforce_eager" not in gpu
     sized = engine_options("/ckpt", {"kv_cache_memory_bytes": 1 << 30}, 4096, on_cpu=True)
     assert "gpu_memory_utilization" not in sized
 

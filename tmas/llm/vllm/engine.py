@@ -16,6 +16,9 @@ import gc
 import inspect
 import itertools
 import json
+import os
+import signal
+import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,7 @@ from typing import Any
 from tmas.llm.vllm.failures import VLLMStartError, explain_start_failure
 from tmas.llm.vllm.logs import captured_output, new_log_path, send_vllm_logs_to
 from tmas.llm.vllm.options import check_option_names, engine_field_names
+from tmas.process_tree import descendants, guard
 
 
 @dataclass
@@ -74,6 +78,7 @@ class VLLMEngine:
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
         self._request_ids = itertools.count()
+        self._watchdog: subprocess.Popen | None = None
 
     @property
     def label(self) -> str:
@@ -94,14 +99,21 @@ class VLLMEngine:
             self.log_path = new_log_path("vllm-engine")
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(
-                target=self._loop.run_forever, name="tmas-vllm-loop", daemon=True
+                target=_run_loop, args=(self._loop,), name="tmas-vllm-loop", daemon=True
             )
             self._thread.start()
+            before = set(descendants(os.getpid()))
             try:
                 with captured_output(self.log_path):
                     send_vllm_logs_to(self.log_path)
                     future = asyncio.run_coroutine_threadsafe(self._create(), self._loop)
                     self._llm, self._tokenizer = future.result()
+                    send_vllm_logs_to(self.log_path)  # vLLM set its console logging up again
+                _stop_engines_at_exit()
+                # vLLM's worker processes do not notice when this process is killed: a
+                # watchdog stops them then.
+                started = [pid for pid in descendants(os.getpid()) if pid not in before]
+                self._watchdog = guard(started)
             except Exception as exc:
                 self._stop_loop()
                 text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
@@ -190,10 +202,21 @@ class VLLMEngine:
                     self._stop_loop()
                     del llm
                     gc.collect()  # drop it now, not during interpreter teardown
+                    self._release_watchdog()
+
+    def _release_watchdog(self) -> None:
+        """Let the watchdog stop whatever of the engine still runs, and exit."""
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog.stdin is not None:
+            watchdog.stdin.close()
+            watchdog.wait(timeout=30)
 
     @staticmethod
     async def _close(llm: Any) -> None:
         llm.shutdown()
+        # vLLM shuts an engine down again when it is collected, which at interpreter exit
+        # fails noisily; it is shut down already.
+        llm.shutdown = lambda *args, **kwargs: None
         current = asyncio.current_task()
         pending = [task for task in asyncio.all_tasks() if task is not current]
         for task in pending:
@@ -209,6 +232,14 @@ class VLLMEngine:
             thread.join(timeout=10)
         if loop is not None and not loop.is_running():
             loop.close()
+
+
+def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Run the engine's event loop with Ctrl-C blocked in its thread: the worker processes
+    vLLM starts from it inherit the block, so a Ctrl-C at the terminal interrupts the run (which
+    saves its state) instead of killing the engine under its in-flight calls."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    loop.run_forever()
 
 
 _ENGINES: dict[str, VLLMEngine] = {}
@@ -231,7 +262,18 @@ def shared_engine(options: dict[str, Any]) -> VLLMEngine:
         return engine
 
 
-@atexit.register
+_EXIT_HOOK: list[bool] = []
+
+
+def _stop_engines_at_exit() -> None:
+    """Register :func:`shutdown_engines` at exit once, after vLLM's own exit hooks exist, so
+    that it runs before them (exit hooks run last registered first)."""
+    with _ENGINES_LOCK:
+        if not _EXIT_HOOK:
+            atexit.register(shutdown_engines)
+            _EXIT_HOOK.append(True)
+
+
 def shutdown_engines() -> None:
     """Stop every shared engine (run at exit, so no worker process outlives the program)."""
     with _ENGINES_LOCK:

@@ -70,13 +70,22 @@ def captured_output(path: Path) -> Iterator[None]:
 
 
 def send_vllm_logs_to(path: Path) -> None:
-    """Point the stream handlers of the ``vllm`` logger at ``path`` (vLLM logs to stdout by
-    default, which would mix with a command's own output)."""
-    import vllm  # noqa: F401 - configures the vllm logger
+    """Send the ``vllm`` logger's records to ``path`` instead of its console handlers (vLLM
+    logs to stdout by default, which would mix with a command's own output)."""
+    import vllm.logger  # noqa: F401 - configures the vllm logger
 
-    stream = path.open("a", encoding="utf-8", buffering=1)
-    for handler in logging.getLogger("vllm").handlers:
-        if isinstance(handler, logging.StreamHandler) and not isinstance(
-            handler, logging.FileHandler
-        ):
-            handler.setStream(stream)
+    logger = logging.getLogger("vllm")
+    consoles = [
+        handler
+        for handler in logger.handlers
+        if isinstance(handler, logging.StreamHandler)
+        and not isinstance(handler, logging.FileHandler)
+    ]
+    if not consoles:
+        return
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(consoles[0].formatter)
+    to_file.setLevel(consoles[0].level)
+    for handler in consoles:
+        logger.removeHandler(handler)
+    logger.addHandler(to_file)

