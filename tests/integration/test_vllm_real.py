@@ -23,8 +23,8 @@ from tmas.lifecycle.manager import saved_state
 from tmas.llm.vllm.chat import ChatVLLM
 from tmas.llm.vllm.engine import VLLMEngine
 from tmas.llm.vllm.models import in_process_chat_model
-from tmas.storage.sqlite import connect
 from tmas.process_tree import alive, descendants
+from tmas.storage.sqlite import connect
 
 pytestmark = pytest.mark.slow
 
