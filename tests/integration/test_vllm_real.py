@@ -31,6 +31,12 @@ pytestmark = pytest.mark.slow
 N_CTX = 2048
 BACKEND = {"kind": "vllm", "model": "smollm2", "n_ctx": N_CTX}
 PROBLEM = "Tom has 3 apples and buys 4 more. How many apples does he have now?"
+# Short answers for the runs the CLI makes.
+SHORT = [
+    "--max-tokens", "32", "--set", "verifier_max_tokens=16", "--set", "summary_max_tokens=16",
+    "--set", "experience_max_tokens=16", "--set", "guideline_max_tokens=16",
+    "--set", "max_retries=0",
+]  # fmt: skip
 TINY = TMASConfig(
     n_candidates=2,
     n_verifications=1,
@@ -129,11 +135,11 @@ def test_seed_fixes_the_sample_and_prefix_cache_serves_shared_prompts(chat: Chat
 
 def test_killed_run_resumes_on_the_in_process_engine(chat: ChatVLLM, tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    config = ["-n", "2", "-m", "1", "-t", "2", "--max-tokens", "48", "--seed", "3"]
+    config = ["-n", "2", "-m", "1", "-t", "2", "--seed", "3", *SHORT]
     solve = subprocess.Popen(
         [
             sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--backend", "vllm",
-            "--model", "smollm2", "--n-ctx", str(N_CTX), *config, "--set", "max_retries=0",
+            "--model", "smollm2", "--n-ctx", str(N_CTX), *config,
             "--run-id", "k", "--db", str(db), "--quiet",
         ],  # fmt: skip
         env=_env(tmp_path),
@@ -172,7 +178,7 @@ def test_tmas_through_a_managed_vllm_server(tmp_path: Path) -> None:
         [
             sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--backend", "vllm-server",
             "--model", "smollm2", "--n-ctx", str(N_CTX), "-n", "2", "-m", "1", "-t", "1",
-            "--max-tokens", "32", "--run-id", "s", "--db", str(tmp_path / "s.sqlite"),
+            *SHORT, "--run-id", "s", "--db", str(tmp_path / "s.sqlite"),
             "--quiet", "--json",
         ],  # fmt: skip
         env=_env(tmp_path),

@@ -95,7 +95,9 @@ class VLLMEngine:
         with self._start_lock:
             if self._llm is not None:
                 return
-            check_option_names(self.options, engine_field_names())
+            with captured_output(Path(os.devnull)):  # vLLM prints notes on import
+                known = engine_field_names()
+            check_option_names(self.options, known)
             self.log_path = new_log_path("vllm-engine")
             self._loop = asyncio.new_event_loop()
             self._thread = threading.Thread(
