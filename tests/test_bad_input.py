@@ -270,3 +270,21 @@ def test_a_prompt_longer_than_the_context_window_is_a_clear_error(tmp_path: Path
     assert "Traceback" not in result.output
     assert "prompt too long for the context window" in one_line(result.stderr)
     assert "n_ctx=512" in one_line(result.stderr)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--engine-arg", "dtype=half"], "--engine-arg needs a vllm backend, not llamacpp"),
+        (["--backend", "vllm", "--engine-arg", "dtype"], "expected --engine-arg KEY=VALUE"),
+        (["--backend", "vllm", "--base-url", "http://h/v1"], "--base-url needs the openai"),
+        (["--backend", "vllm-engine"], "invalid backend"),
+    ],
+)
+def test_bad_vllm_options_are_refused_before_anything_runs(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    result = invoke(tmp_path, "solve", PROBLEM, *args)
+    assert result.exit_code == 2
+    assert message in one_line(result.output)
+    assert not db_path(tmp_path).exists() or run_ids(db_path(tmp_path)) == []

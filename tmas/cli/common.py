@@ -64,7 +64,10 @@ BackendOption = Annotated[
 ]
 ModelOption = Annotated[
     str | None,
-    typer.Option(envvar="TMAS_MODEL", help="GGUF path, qwen or smollm2; or a served model name"),
+    typer.Option(
+        envvar="TMAS_MODEL",
+        help="qwen, smollm2 or a GGUF path; a served model name; vLLM: a checkpoint or hub id",
+    ),
 ]
 BaseUrlOption = Annotated[
     str | None, typer.Option(envvar="TMAS_BASE_URL", help="OpenAI-compatible endpoint")
