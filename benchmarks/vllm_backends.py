@@ -76,6 +76,17 @@ def start_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> Base
     return chat
 
 
+def stop_backends() -> None:
+    """Stop every engine and server, so the next backend has the machine to itself."""
+    from tmas.llm.engine import close_engines
+    from tmas.llm.vllm.engine import shutdown_engines
+    from tmas.llm.vllm.server import stop_servers
+
+    close_engines()
+    shutdown_engines()
+    stop_servers()
+
+
 def run_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> dict[str, Any]:
     started = time.perf_counter()
     chat = start_backend(name, model, n_ctx, config)
@@ -88,6 +99,7 @@ def run_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> dict[s
     wall = time.perf_counter() - started
     usage = state["usage"]
     out = sum(u["output_tokens"] for u in usage.values())
+    stop_backends()
     return {
         "backend": name,
         "startup": startup,
