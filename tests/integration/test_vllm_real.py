@@ -131,6 +131,15 @@ def test_seed_fixes_the_sample_and_prefix_cache_serves_shared_prompts(chat: Chat
     assert engine.stats.prefix_hit_rate > 0
     choices = chat.generate([[HumanMessage("Name a colour.")]], n=3, max_tokens=6)
     assert len(choices.generations[0]) == 3
+    # Seeded requests whose prompts together exceed one step's token budget: vLLM's CPU build
+    # kills the engine when it splits such a prompt over steps.
+    long_prompts = [f"Case {i}. " + "Count the sheep one by one. " * 120 for i in range(5)]
+    chats = [[{"role": "user", "content": prompt}] for prompt in long_prompts]
+    futures = [
+        engine.submit(engine.prompt_ids(chat), {"max_tokens": 4, "seed": seed})
+        for seed, chat in enumerate(chats)
+    ]
+    assert all(len(f.result(timeout=600).prompt_token_ids) > 800 for f in futures)
 
 
 def test_killed_run_resumes_on_the_in_process_engine(chat: ChatVLLM, tmp_path: Path) -> None:

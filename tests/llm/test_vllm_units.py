@@ -123,8 +123,14 @@ def test_engine_options_defaults_and_overrides() -> None:
         "max_model_len": 2048,
         "gpu_memory_utilization": 0.3,
         "enforce_eager": True,
+        "enable_chunked_prefill": False,
         "dtype": "float32",
+        "max_num_batched_tokens": 4096,
     }
+    long = engine_options("/ckpt", {}, 8192, on_cpu=True)
+    assert long["max_num_batched_tokens"] == 8192  # the longest prompt fits one step
+    assert long["dtype"] == "float32"
+    assert "dtype" not in engine_options("/ckpt", {}, 8192, on_cpu=True, cpu_bf16=True)
     gpu = engine_options("/ckpt", {"enable_prefix_caching": False}, 4096, on_cpu=False)
     assert "gpu_memory_utilization" not in gpu and gpu["enable_prefix_caching"] is False
     assert "enforce_eager" not in gpu

