@@ -40,8 +40,10 @@ class ChatLlamaCpp(BaseChatModel):
     ``engine="serial"`` serves one call at a time through llama-cpp-python's ``Llama``.
     Flash attention is on by default (measured faster here). With ``flash_attn=False`` and
     one KV stream per sequence (``kv_unified=False``, the default) a call's output does not
-    depend on what else is batched with it or which prefix it copied: the same seed gives the
-    same text token for token. Otherwise outputs can differ by the rounding of batched logits.
+    depend on what else is batched with it or which prefix it copied: the same seed gave the
+    same text token for token (on some CPUs, e.g. without AVX-512, batched logits still round
+    differently and a long output can drift). Otherwise outputs can differ by the rounding of
+    batched logits.
     Per-call keyword arguments ``max_tokens``, ``temperature``, ``top_p`` and ``seed``
     override the fields. When prompt plus ``max_tokens`` would overflow ``n_ctx``,
     ``max_tokens`` shrinks to fit; a prompt that alone does not fit raises
