@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ import tmas
 from tmas.config import TMASConfig
 from tmas.lifecycle.manager import saved_state
 from tmas.llm.vllm.chat import ChatVLLM
-from tmas.llm.vllm.engine import VLLMEngine
+from tmas.llm.vllm.engine import VLLMEngine, shutdown_engines
 from tmas.llm.vllm.models import in_process_chat_model
 from tmas.process_tree import alive, descendants
 from tmas.storage.sqlite import connect
@@ -52,13 +53,15 @@ TINY = TMASConfig(
 
 
 @pytest.fixture(scope="module")
-def chat() -> ChatVLLM:
-    """The in-process SmolLM2 engine every test here shares (as every role of a run does)."""
+def chat() -> Iterator[ChatVLLM]:
+    """The in-process SmolLM2 engine every test here shares (as every role of a run does),
+    stopped afterwards so the rest of the suite has the machine's memory."""
     model = in_process_chat_model(
         "smollm2", {}, N_CTX, max_tokens=32, temperature=0.7, seed=1, timeout_s=600
     )
     assert isinstance(model, ChatVLLM)
-    return model
+    yield model
+    shutdown_engines()
 
 
 def _env(home: Path) -> dict[str, str]:
