@@ -79,7 +79,7 @@ def start_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> Base
 def stop_backends() -> None:
     """Stop every engine and server, so the next backend has the machine to itself."""
     from tmas.llm.engine import close_engines
-    from tmas.llm.vllm.engine import shutdown_engines
+    from tmas.llm.vllm.async_engine import shutdown_engines
     from tmas.llm.vllm.server import stop_servers
 
     close_engines()

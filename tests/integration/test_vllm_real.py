@@ -21,8 +21,8 @@ from langchain_core.messages import HumanMessage
 import tmas
 from tmas.config import TMASConfig
 from tmas.lifecycle.manager import saved_state
+from tmas.llm.vllm.async_engine import VLLMEngine, shutdown_engines
 from tmas.llm.vllm.chat import ChatVLLM
-from tmas.llm.vllm.engine import VLLMEngine, shutdown_engines
 from tmas.llm.vllm.models import in_process_chat_model
 from tmas.process_tree import alive, descendants
 from tmas.storage.sqlite import connect

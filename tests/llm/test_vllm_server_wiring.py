@@ -15,8 +15,8 @@ import pytest
 from openai import OpenAI
 
 from tmas.llm.vllm import server as server_module
-from tmas.llm.vllm.failures import VLLMStartError
 from tmas.llm.vllm.server import ManagedVLLMServer
+from tmas.llm.vllm.start_failures import VLLMStartError
 from tmas.process_tree import alive
 
 STAND_IN = "tmas.testing.fake_vllm_server"

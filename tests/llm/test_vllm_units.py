@@ -16,8 +16,8 @@ from tmas.config import TMASConfig
 from tmas.llm.backend import BackendSpec
 from tmas.llm.vllm import chat as chat_module
 from tmas.llm.vllm.chat import ChatVLLM
-from tmas.llm.vllm.failures import explain_start_failure
 from tmas.llm.vllm.options import RESOURCE_OPTIONS, check_option_names, engine_options
+from tmas.llm.vllm.start_failures import explain_start_failure
 
 
 class FakeEngine:

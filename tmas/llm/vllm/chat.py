@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict, Field
 
 from tmas.llm.llamacpp import to_chat_dicts
-from tmas.llm.vllm.engine import VLLMEngine, shared_engine
+from tmas.llm.vllm.async_engine import VLLMEngine, shared_engine
 
 
 def sampling_kwargs(

@@ -17,9 +17,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tmas.llm.vllm.failures import VLLMStartError, explain_start_failure
 from tmas.llm.vllm.logs import new_log_path
 from tmas.llm.vllm.options import server_flags
+from tmas.llm.vllm.start_failures import VLLMStartError, explain_start_failure
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 START_TIMEOUT_S = 900.0

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tmas.llm.vllm.failures import VLLMStartError, explain_start_failure
 from tmas.llm.vllm.logs import captured_output, new_log_path, send_vllm_logs_to
 from tmas.llm.vllm.options import check_option_names, engine_field_names
+from tmas.llm.vllm.start_failures import VLLMStartError, explain_start_failure
 from tmas.process_tree import descendants, guard
 
 
