@@ -1,5 +1,6 @@
 """The ``tmas`` command line: solve a problem; list, show, resume, fork and trace saved runs;
-evaluate, compare and draw topologies. Each command lives in its own module."""
+evaluate, compare and draw topologies; export runs for training and train. Each command lives
+in its own module."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import typer
 
 from tmas.cli.compare import compare
 from tmas.cli.evaluate import evaluate
+from tmas.cli.export import export_app
 from tmas.cli.fork import fork
 from tmas.cli.graph import graph
 from tmas.cli.graphs import graphs
@@ -15,6 +17,7 @@ from tmas.cli.runs import runs
 from tmas.cli.show import show
 from tmas.cli.solve import solve
 from tmas.cli.trace import trace
+from tmas.cli.train import train_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -31,6 +34,8 @@ for _name, _command in (
     ("compare", compare),
 ):
     app.command(_name)(_command)
+app.add_typer(export_app, name="export")
+app.add_typer(train_app, name="train")
 
 if __name__ == "__main__":
     app()

@@ -60,13 +60,20 @@ VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications"
 IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
 MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
 BackendOption = Annotated[
-    str, typer.Option(help="llamacpp | openai | vllm (in-process) | vllm-server (managed)")
+    str,
+    typer.Option(
+        help="llamacpp | openai | vllm (in-process) | vllm-server (managed) | hf (transformers)"
+    ),
 ]
+AdapterOption = Annotated[
+    str | None, typer.Option(help="hf: a LoRA adapter folder (from tmas train grpo)")
+]
+DeviceOption = Annotated[str | None, typer.Option(help="hf: cpu, cuda or cuda:N (default: auto)")]
 ModelOption = Annotated[
     str | None,
     typer.Option(
         envvar="TMAS_MODEL",
-        help="qwen, smollm2 or a GGUF path; a served model name; vLLM: a checkpoint or hub id",
+        help="qwen, smollm2 or a GGUF path; a served model name; vLLM, hf: a checkpoint or hub id",
     ),
 ]
 BaseUrlOption = Annotated[

@@ -8,11 +8,13 @@ from typing import Annotated, Any
 import typer
 
 from tmas.cli.common import (
+    AdapterOption,
     BackendOption,
     BaseUrlOption,
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    DeviceOption,
     DtypeOption,
     EngineArgOption,
     EngineOption,
@@ -102,6 +104,8 @@ def evaluate(
     tensor_parallel_size: TensorParallelOption = None,
     pipeline_parallel_size: PipelineParallelOption = None,
     dtype: DtypeOption = None,
+    adapter: AdapterOption = None,
+    device: DeviceOption = None,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
@@ -127,7 +131,7 @@ def evaluate(
             role_base_url,
             dict(
                 kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-                engine=engine, max_sequences=max_sequences,
+                engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
                 engine_args=engine_args(
                     engine_arg, gpu_memory_utilization, tensor_parallel_size,
                     pipeline_parallel_size, dtype,

@@ -9,11 +9,13 @@ from typing import Annotated
 import typer
 
 from tmas.cli.common import (
+    AdapterOption,
     BackendOption,
     BaseUrlOption,
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
+    DeviceOption,
     DtypeOption,
     EngineArgOption,
     EngineOption,
@@ -84,6 +86,8 @@ def solve(
     tensor_parallel_size: TensorParallelOption = None,
     pipeline_parallel_size: PipelineParallelOption = None,
     dtype: DtypeOption = None,
+    adapter: AdapterOption = None,
+    device: DeviceOption = None,
     max_concurrency: ConcurrencyOption = 16,
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
@@ -106,7 +110,7 @@ def solve(
             role_base_url,
             dict(
                 kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-                engine=engine, max_sequences=max_sequences,
+                engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
                 engine_args=engine_args(
                     engine_arg, gpu_memory_utilization, tensor_parallel_size,
                     pipeline_parallel_size, dtype,

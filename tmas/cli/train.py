@@ -1,0 +1,75 @@
+"""``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from tmas.cli.common import err, error_line, fail, out
+from tmas.llm.model_files import ModelFileError
+
+train_app = typer.Typer(no_args_is_help=True, help="Train the solver on saved runs.")
+
+
+@train_app.command("grpo")
+def grpo(
+    data: Annotated[Path, typer.Argument(help="rows from tmas export rollouts (.parquet/.jsonl)")],
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
+    model: Annotated[
+        str, typer.Option(help="base model: smollm2, qwen, a checkpoint or hub id")
+    ] = "smollm2",
+    steps: Annotated[int, typer.Option(min=1)] = 50,
+    generations: Annotated[int, typer.Option(min=2, help="completions per prompt")] = 4,
+    prompts_per_step: Annotated[int, typer.Option(min=1)] = 1,
+    max_completion_length: Annotated[int, typer.Option(min=1, help="tokens per completion")] = 128,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = 5e-5,
+    beta: Annotated[float, typer.Option(min=0.0, help="KL coefficient")] = 0.04,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    lora_r: Annotated[int, typer.Option(min=1)] = 8,
+    lora_alpha: Annotated[int, typer.Option(min=1)] = 16,
+    seed: int = 0,
+    save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 1,
+    w_correctness: Annotated[float, typer.Option(min=0.0, help="weight of correctness")] = 1.0,
+    w_experience: Annotated[float, typer.Option(min=0.0, help="weight of the exploit bonus")] = 0.5,
+    w_novelty: Annotated[float, typer.Option(min=0.0, help="weight of novelty")] = 0.5,
+    novelty_needs_correct: Annotated[bool, typer.Option(help="novelty only when correct")] = False,
+    judge: Annotated[bool, typer.Option(help="score novelty with a judge model")] = True,
+    judge_backend: Annotated[str, typer.Option(help="llamacpp | openai | hf | vllm")] = "hf",
+    judge_model: Annotated[str | None, typer.Option(help="default: the base model")] = None,
+    judge_base_url: Annotated[str | None, typer.Option(help="openai judge endpoint")] = None,
+    judge_prompt: Annotated[Path | None, typer.Option(help="judge prompt template file")] = None,
+    use_vllm: Annotated[bool, typer.Option(help="generate with vLLM (GPU)")] = False,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Train a LoRA adapter with GRPO; rerun the same command to resume after a stop."""
+    from tmas.training.data_files import DataFileError
+    from tmas.training.grpo import train_grpo
+    from tmas.training.settings import GRPOSettings
+
+    try:
+        settings = GRPOSettings(
+            data=str(data.resolve()), model=model, steps=steps, num_generations=generations,
+            prompts_per_step=prompts_per_step, max_completion_length=max_completion_length,
+            learning_rate=learning_rate, beta=beta, temperature=temperature, lora_r=lora_r,
+            lora_alpha=lora_alpha, seed=seed, save_every=save_every,
+            weights={"correctness": w_correctness, "experience": w_experience,
+                     "novelty": w_novelty, "novelty_needs_correct": novelty_needs_correct},
+            judge={"enabled": judge, "backend": judge_backend, "model": judge_model,
+                   "base_url": judge_base_url,
+                   "prompt_file": str(judge_prompt.resolve()) if judge_prompt else None},
+            use_vllm=use_vllm, device=device,
+        )  # fmt: skip
+        record = train_grpo(settings, out_dir, progress=not quiet)
+    except ValidationError as exc:
+        fail(error_line(exc))
+        return
+    except (DataFileError, ModelFileError, ValueError, OSError) as exc:
+        fail(error_line(exc))
+        return
+    err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
+    out.print(json.dumps({k: record[k] for k in ("status", "steps", "adapter")}), markup=False)

@@ -1,0 +1,203 @@
+"""A transformers model (with an optional LoRA adapter) as a langchain-core chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import ConfigDict
+
+from tmas.llm.hf.loading import LoadedModel, load_model
+from tmas.llm.llamacpp import to_chat_dicts
+
+
+@dataclass
+class Choice:
+    """One generated answer: its text (cut at a stop string), tokens and why it ended."""
+
+    text: str
+    tokens: int
+    finish_reason: str
+
+
+def cut_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
+    """``text`` up to the first stop string, and whether one was found.
+
+    Example:
+        >>> cut_at_stop("x = 3\\nEND more", ["END"])
+        ('x = 3\\n', True)
+    """
+    cut = min((text.find(s) for s in stop or () if s and s in text), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+def generated_length(ids: Sequence[int], eos_ids: set[int]) -> tuple[int, bool]:
+    """How many of ``ids`` were generated (through the first end token, padding after it left
+    out), and whether an end token was reached.
+
+    Example:
+        >>> generated_length([5, 6, 2, 2, 2], {2})
+        (3, True)
+    """
+    for position, token in enumerate(ids):
+        if token in eos_ids:
+            return position + 1, True
+    return len(ids), False
+
+
+def generate(
+    loaded: LoadedModel,
+    messages: list[dict[str, str]],
+    *,
+    max_tokens: int,
+    temperature: float,
+    top_p: float,
+    seed: int | None,
+    n: int,
+    stop: Sequence[str] | None,
+) -> tuple[int, list[Choice]]:
+    """Prompt tokens and ``n`` sampled answers of ``messages`` (greedy at temperature 0), one
+    call at a time per model (the lock makes the seed decide the sample).
+
+    Example (with ``tmas[train]``)::
+
+        tokens, choices = generate(load_model("smollm2"), [{"role": "user", "content": "Hi"}],
+                                   max_tokens=8, temperature=0, top_p=1, seed=None, n=1, stop=None)
+    """
+    import torch
+
+    tokenizer = loaded.tokenizer
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(loaded.device)
+    prompt_tokens = int(inputs["input_ids"].shape[1])
+    sampling: dict[str, Any] = {"do_sample": temperature > 0}
+    if temperature > 0:
+        sampling.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
+    if stop:
+        sampling.update(stop_strings=list(stop), tokenizer=tokenizer)
+    eos = loaded.model.generation_config.eos_token_id
+    eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    with loaded.lock, torch.inference_mode():
+        if seed is not None:
+            torch.manual_seed(int(seed))
+        output = loaded.model.generate(
+            **inputs,
+            max_new_tokens=int(max_tokens),
+            num_return_sequences=int(n),
+            pad_token_id=tokenizer.pad_token_id,
+            **sampling,
+        )
+    choices = []
+    for row in output[:, prompt_tokens:].tolist():
+        length, ended = generated_length(row, eos_ids)
+        answer, stopped = cut_at_stop(
+            tokenizer.decode(row[:length], skip_special_tokens=True), stop
+        )
+        reason = "stop" if ended or stopped else "length"
+        choices.append(Choice(answer, length, reason))
+    return prompt_tokens, choices
+
+
+class ChatHF(BaseChatModel):
+    """A causal LM run in-process by transformers, with an optional LoRA adapter (PEFT).
+
+    ``model`` is a checkpoint folder, a hub id, a ``.gguf`` file or a bundled name (``smollm2``,
+    ``qwen``: converted once to a plain checkpoint); ``adapter`` a folder saved by
+    ``tmas train grpo``. Every ChatHF of the process with the same model, adapter and device
+    shares one loaded copy, and its calls run one at a time. Per-call keyword arguments
+    ``max_tokens``, ``temperature``, ``top_p``, ``seed`` and ``n`` override the fields.
+
+    Example (with ``tmas[train]``)::
+
+        ChatHF(model="smollm2", max_tokens=16).invoke("1+1?").content
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model: str
+    adapter: str | None = None
+    device: str | None = None
+    max_tokens: int = 512
+    temperature: float = 0.7
+    top_p: float = 0.95
+    seed: int | None = None
+    n: int = 1
+
+    @property
+    def _llm_type(self) -> str:
+        return "hf"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": self.model, "adapter": self.adapter, "max_tokens": self.max_tokens}
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The model and tokenizer serving this chat model (loaded on first use)."""
+        return load_model(self.model, self.adapter, self.device)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt_tokens, choices = generate(
+            self.loaded,
+            to_chat_dicts(messages),
+            max_tokens=kwargs.get("max_tokens", self.max_tokens),
+            temperature=kwargs.get("temperature", self.temperature),
+            top_p=kwargs.get("top_p", self.top_p),
+            seed=kwargs.get("seed", self.seed),
+            n=kwargs.get("n", self.n),
+            stop=stop or kwargs.get("stop"),
+        )
+        return chat_result(prompt_tokens, choices, self.model)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
+
+
+def chat_result(prompt_tokens: int, choices: list[Choice], model_name: str) -> ChatResult:
+    """The answers as a ChatResult; the prompt's tokens count once, on the first generation.
+
+    Example:
+        >>> result = chat_result(4, [Choice("hi", 2, "stop")], "m")
+        >>> result.generations[0].message.usage_metadata["total_tokens"]
+        6
+    """
+    generations = []
+    for index, choice in enumerate(choices):
+        input_tokens = prompt_tokens if index == 0 else 0
+        message = AIMessage(
+            content=choice.text,
+            usage_metadata={
+                "input_tokens": input_tokens,
+                "output_tokens": choice.tokens,
+                "total_tokens": input_tokens + choice.tokens,
+            },
+            response_metadata={"finish_reason": choice.finish_reason, "model_name": model_name},
+        )
+        generations.append(ChatGeneration(message=message))
+    completion = sum(c.tokens for c in choices)
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+    }
+    return ChatResult(
+        generations=generations, llm_output={"token_usage": usage, "model_name": model_name}
+    )

@@ -1,0 +1,163 @@
+"""Loading a transformers causal LM (and optionally a LoRA adapter) once per process.
+
+A bundled model (``smollm2``, ``qwen``) or a ``.gguf`` file is first turned into a plain
+checkpoint (:mod:`tmas.llm.checkpoints`). An adapter is checked against the base before it is
+loaded: the record :mod:`tmas.training` saves beside it names the base's shape, and an adapter
+for another base is refused with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tmas.llm.model_files import ModelFileError
+
+INSTALL_HINT = "pip install 'tmas[train]'"
+ADAPTER_RECORD = "tmas_adapter.json"
+SHAPE_KEYS = ("model_type", "hidden_size", "num_hidden_layers", "vocab_size")
+
+
+class AdapterMismatchError(ModelFileError):
+    """A LoRA adapter that was trained on another base model."""
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer and the lock that serialises generation on it."""
+
+    model: Any
+    tokenizer: Any
+    checkpoint: str
+    adapter: str | None
+    device: str
+    lock: threading.Lock
+
+
+_loaded: dict[tuple[str, str | None, str], LoadedModel] = {}
+_loading = threading.Lock()
+
+
+def model_shape(config: Any) -> dict[str, Any]:
+    """The fields of a transformers config that an adapter depends on.
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> model_shape(NS(model_type="llama", hidden_size=576, num_hidden_layers=30,
+        ...     vocab_size=49152))["hidden_size"]
+        576
+    """
+    return {key: getattr(config, key, None) for key in SHAPE_KEYS}
+
+
+def check_adapter(adapter: Path, base_shape: dict[str, Any], base_name: str) -> None:
+    """Refuse an adapter folder that is missing, not a PEFT adapter, or made for a base of
+    another shape than ``base_shape``.
+
+    Example:
+        >>> check_adapter(Path("/no/such/adapter"), {}, "smollm2")
+        Traceback (most recent call last):
+        ...
+        tmas.llm.hf.loading.AdapterMismatchError: adapter /no/such/adapter is not a LoRA adapter \
+folder (no adapter_config.json)
+    """
+    if not (adapter / "adapter_config.json").is_file():
+        raise AdapterMismatchError(
+            f"adapter {adapter} is not a LoRA adapter folder (no adapter_config.json)"
+        )
+    record_path = adapter / ADAPTER_RECORD
+    if not record_path.is_file():
+        return
+    record = json.loads(record_path.read_text())
+    trained_on = record.get("base_shape", {})
+    differing = [k for k in SHAPE_KEYS if k in trained_on and trained_on[k] != base_shape.get(k)]
+    if differing:
+        raise AdapterMismatchError(
+            f"adapter {adapter} was trained on {record.get('base_model', 'another model')}, "
+            f"not on {base_name} ({', '.join(differing)} differ)"
+        )
+
+
+def pick_device(device: str | None) -> str:
+    """``cuda`` when asked or when ``auto``/None finds a GPU, else ``cpu``.
+
+    Example:
+        >>> pick_device("cpu")
+        'cpu'
+    """
+    if device not in (None, "auto"):
+        return str(device)
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_model(
+    model: str | None, adapter: str | None = None, device: str | None = None
+) -> LoadedModel:
+    """The process's copy of ``model`` (a checkpoint folder, hub id, ``.gguf`` file or bundled
+    name) with ``adapter`` applied, loaded on first use; float32 on CPU.
+
+    Example (with ``tmas[train]``)::
+
+        loaded = load_model("smollm2")
+        loaded.tokenizer.eos_token
+    """
+    from tmas.llm.checkpoints import checkpoint_for
+
+    checkpoint = checkpoint_for(model)
+    where = pick_device(device)
+    adapter_path = str(Path(adapter).expanduser().resolve()) if adapter else None
+    key = (checkpoint, adapter_path, where)
+    with _loading:
+        if key not in _loaded:
+            _loaded[key] = _load(checkpoint, model or checkpoint, adapter_path, where)
+        return _loaded[key]
+
+
+def _load(checkpoint: str, name: str, adapter: str | None, device: str) -> LoadedModel:
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
+    except ImportError as exc:
+        raise ModelFileError(f"the hf backend needs {exc.name}: {INSTALL_HINT}") from exc
+    transformers_logging.disable_progress_bar()
+    dtype = torch.float32 if device == "cpu" else "auto"
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        base = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+    except OSError as exc:
+        raise ModelFileError(f"cannot load model {name}: {first_line(exc)}") from exc
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    loaded: Any = base
+    if adapter is not None:
+        check_adapter(Path(adapter), model_shape(base.config), name)
+        try:
+            from peft import PeftModel
+        except ImportError as exc:
+            raise ModelFileError(f"loading an adapter needs peft: {INSTALL_HINT}") from exc
+        try:
+            loaded = PeftModel.from_pretrained(base, adapter)
+        except (RuntimeError, ValueError, KeyError) as exc:
+            raise AdapterMismatchError(
+                f"adapter {adapter} does not fit {name}: {first_line(exc)}"
+            ) from exc
+    loaded.to(device)
+    loaded.eval()
+    return LoadedModel(loaded, tokenizer, checkpoint, adapter, device, threading.Lock())
+
+
+def first_line(exc: BaseException) -> str:
+    """The first non-empty line of an exception's message.
+
+    Example:
+        >>> first_line(OSError("\\nno such model\\nmore"))
+        'no such model'
+    """
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__

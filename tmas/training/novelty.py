@@ -1,0 +1,97 @@
+"""The generative novelty judge of the explore reward: does a solution's strategy differ from
+every strategy in the guideline bank it was given? Any chat model of the framework judges;
+its prompt is a template file (``{problem}``, ``{strategies}``, ``{solution}``)."""
+
+from __future__ import annotations
+
+import re
+from importlib.resources import files
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+
+from tmas.nodes.prompts import bullet_list, clip
+
+VERDICT = re.compile(r"novel\s*[:=]\s*\**\s*(yes|no)\b", re.IGNORECASE)
+SOLUTION_CHARS = 3000
+
+
+class JudgeError(RuntimeError):
+    """The judge failed (its call raised, or its reply carried no verdict)."""
+
+
+def default_template() -> str:
+    """The bundled judge prompt.
+
+    Example:
+        >>> "{strategies}" in default_template()
+        True
+    """
+    return files("tmas.training").joinpath("prompts/novelty_judge.txt").read_text("utf-8")
+
+
+def load_template(path: str | Path | None) -> str:
+    """The judge prompt in ``path`` (the bundled one for None); ValueError when it lacks a
+    field the judge fills.
+
+    Example:
+        >>> load_template(None) == default_template()
+        True
+    """
+    text = default_template() if path is None else Path(path).read_text(encoding="utf-8")
+    missing = [f for f in ("{problem}", "{strategies}", "{solution}") if f not in text]
+    if missing:
+        raise ValueError(f"judge prompt {path} lacks {', '.join(missing)}")
+    return text
+
+
+def parse_verdict(reply: str) -> bool:
+    """The last ``Novel: yes|no`` of a judge's reply; JudgeError without one.
+
+    Example:
+        >>> parse_verdict("Both use algebra.\\nNovel: no")
+        False
+    """
+    found = VERDICT.findall(reply)
+    if not found:
+        raise JudgeError(f"no 'Novel: yes|no' verdict in the judge's reply: {clip(reply, 80)!r}")
+    return found[-1].lower() == "yes"
+
+
+class NoveltyJudge:
+    """Asks ``model`` whether a solution's strategy is new against a guideline bank.
+
+    Example:
+        >>> from langchain_core.language_models import FakeListChatModel
+        >>> judge = NoveltyJudge(FakeListChatModel(responses=["Novel: yes"]))
+        >>> judge.novelty("1+1?", ["Count on fingers"], "Use a number line.")
+        1.0
+    """
+
+    def __init__(
+        self, model: BaseChatModel, template: str | None = None, max_tokens: int = 64
+    ) -> None:
+        self.model = model
+        self.template = template or default_template()
+        self.max_tokens = max_tokens
+
+    def novelty(self, problem: str, strategies: list[str], solution: str) -> float:
+        """1.0 when the judge finds the strategy new (or the bank is empty), else 0.0;
+        JudgeError when the judge fails."""
+        if not strategies:
+            return 1.0
+        prompt = self.template.format(
+            problem=problem,
+            strategies=bullet_list(strategies),
+            solution=clip(solution, SOLUTION_CHARS),
+        )
+        try:
+            reply = self.model.invoke(
+                [HumanMessage(prompt)],
+                max_tokens=self.max_tokens,
+                config={"metadata": {"tmas_role": "judge"}},
+            )
+        except Exception as exc:  # noqa: BLE001 - any failure of the judge is recorded
+            raise JudgeError(f"judge call failed: {type(exc).__name__}: {exc}") from exc
+        return 1.0 if parse_verdict(str(reply.content)) else 0.0

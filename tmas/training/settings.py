@@ -1,0 +1,125 @@
+"""The settings of a GRPO training run, saved beside its output so that a rerun resumes only
+the same training."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tmas.training.rewards import RewardWeights
+
+SETTINGS_FILE = "training.json"
+
+
+class JudgeSettings(BaseModel):
+    """The novelty judge: a backend of the framework (default: the hf backend on the base
+    model being trained), or none (novelty is then not scored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    backend: str = "hf"
+    model: str | None = None
+    base_url: str | None = None
+    prompt_file: str | None = None
+    max_tokens: int = Field(default=64, ge=8)
+
+
+class GRPOSettings(BaseModel):
+    """What ``tmas train grpo`` trains: data, base model, LoRA, GRPO and reward settings.
+
+    Example:
+        >>> GRPOSettings(data="/d.parquet").batch_size
+        4
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: str
+    model: str = "smollm2"
+    steps: int = Field(default=50, ge=1)
+    num_generations: int = Field(default=4, ge=2)
+    prompts_per_step: int = Field(default=1, ge=1)
+    max_completion_length: int = Field(default=128, ge=1)
+    learning_rate: float = Field(default=5e-5, gt=0)
+    beta: float = Field(default=0.04, ge=0, description="KL coefficient (0: no reference)")
+    temperature: float = Field(default=1.0, gt=0)
+    lora_r: int = Field(default=8, ge=1)
+    lora_alpha: int = Field(default=16, ge=1)
+    lora_dropout: float = Field(default=0.0, ge=0, lt=1)
+    seed: int = 0
+    save_every: int = Field(default=1, ge=1, description="steps between checkpoints")
+    weights: RewardWeights = Field(default_factory=RewardWeights)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    use_vllm: bool = False
+    device: str | None = None
+
+    @property
+    def batch_size(self) -> int:
+        """Completions per step: generations per prompt times prompts per step."""
+        return self.num_generations * self.prompts_per_step
+
+
+def same_training(saved: dict[str, Any], settings: GRPOSettings) -> list[str]:
+    """The settings that differ from a saved training's (``steps`` may grow: more steps
+    continue the same training).
+
+    Example:
+        >>> same_training({"data": "/a.jsonl", "steps": 5}, GRPOSettings(data="/b.jsonl"))
+        ['data']
+    """
+    current = settings.model_dump()
+    known = saved.get("settings", saved)
+    return [
+        key
+        for key, value in current.items()
+        if key != "steps" and key in known and known[key] != value
+    ]
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON through a temporary file renamed into place.
+
+    Example:
+        >>> out = Path(tempfile.mkdtemp()) / "t.json"
+        >>> write_json(out, {"a": 1}); json.loads(out.read_text())
+        {'a': 1}
+    """
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(data, out, indent=2)
+    os.replace(temporary, path)
+
+
+def prepare_output(out_dir: Path, settings: GRPOSettings) -> dict[str, Any]:
+    """Create ``out_dir`` (ValueError when it cannot be written) and return the saved record
+    of an earlier training there (ValueError when its settings differ); {} when new.
+
+    Example:
+        >>> out = Path(tempfile.mkdtemp()) / "run"
+        >>> prepare_output(out, GRPOSettings(data="/d.jsonl"))
+        {}
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+    path = out_dir / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    differing = same_training(saved, settings)
+    if differing:
+        raise ValueError(
+            f"{out_dir} holds a training with other settings ({', '.join(differing)}); "
+            "use another --out"
+        )
+    return saved
