@@ -49,7 +49,7 @@ def grpo(
     """Train a LoRA adapter with GRPO; rerun the same command to resume after a stop."""
     from tmas.training.data_files import DataFileError
     from tmas.training.grpo import train_grpo
-    from tmas.training.settings import GRPOSettings
+    from tmas.training.grpo_settings import GRPOSettings
 
     try:
         settings = GRPOSettings(

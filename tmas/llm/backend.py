@@ -210,14 +210,14 @@ def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
 
 
 def _hf_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
-    from tmas.llm.hf.loading import INSTALL_HINT
+    from tmas.llm.hf.model_loading import INSTALL_HINT
 
     for module in ("torch", "transformers"):
         require_module(module, INSTALL_HINT)
     if spec.adapter:
         require_module("peft", INSTALL_HINT)
-    from tmas.llm.hf.chat import ChatHF
-    from tmas.llm.hf.loading import load_model
+    from tmas.llm.hf.model_loading import load_model
+    from tmas.llm.hf.transformers_chat import ChatHF
 
     load_model(spec.model, spec.adapter, spec.device)  # a bad model or adapter fails here
     return ChatHF(

@@ -105,4 +105,6 @@ def checkpoint_for(model: str | None, cache_dir: Path | None = None) -> str:
         raise ModelFileError(
             f"{model} is not a Hugging Face checkpoint (a folder with config.json) or a .gguf file"
         )
+    if model.startswith(("/", "./", "../", "~")):
+        raise ModelFileError(f"no model at {model}")
     return model

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from tmas.llm.checkpoints import checkpoint_for
-from tmas.llm.hf.loading import ADAPTER_RECORD, first_line, model_shape, pick_device
+from tmas.llm.hf.model_loading import ADAPTER_RECORD, first_line, model_shape, pick_device
 from tmas.llm.model_files import ModelFileError
 from tmas.training.data_files import read_rows
+from tmas.training.grpo_settings import SETTINGS_FILE, GRPOSettings, prepare_output, write_json
 from tmas.training.metrics import append_metrics, keep_steps_up_to, plot_rewards, read_metrics
 from tmas.training.novelty import NoveltyJudge, load_template
 from tmas.training.rewards import HybridReward
-from tmas.training.settings import SETTINGS_FILE, GRPOSettings, prepare_output, write_json
 from tmas.training.trl_rewards import TRLRewards
 
 INSTALL_HINT = "pip install 'tmas[train]'"

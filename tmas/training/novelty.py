@@ -1,17 +1,17 @@
 """The generative novelty judge of the explore reward: does a solution's strategy differ from
 every strategy in the guideline bank it was given? Any chat model of the framework judges;
-its prompt is a template file (``{problem}``, ``{strategies}``, ``{solution}``)."""
+its prompt is a template file (``{problem}``, ``{strategies}``, ``{solution}``): the bundled
+``judge/novelty`` template beside the agents' prompts, or the user's own."""
 
 from __future__ import annotations
 
 import re
-from importlib.resources import files
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
-from tmas.nodes.prompts import bullet_list, clip
+from tmas.nodes.prompts import PromptSet, bullet_list, clip
 
 VERDICT = re.compile(r"novel\s*[:=]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 SOLUTION_CHARS = 3000
@@ -28,7 +28,7 @@ def default_template() -> str:
         >>> "{strategies}" in default_template()
         True
     """
-    return files("tmas.training").joinpath("prompts/novelty_judge.txt").read_text("utf-8")
+    return PromptSet().template("judge/novelty")
 
 
 def load_template(path: str | Path | None) -> str:

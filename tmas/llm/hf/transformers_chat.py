@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import ConfigDict
 
-from tmas.llm.hf.loading import LoadedModel, load_model
+from tmas.llm.hf.model_loading import LoadedModel, load_model
 from tmas.llm.llamacpp import to_chat_dicts
 
 

@@ -61,8 +61,7 @@ def check_adapter(adapter: Path, base_shape: dict[str, Any], base_name: str) -> 
         >>> check_adapter(Path("/no/such/adapter"), {}, "smollm2")
         Traceback (most recent call last):
         ...
-        tmas.llm.hf.loading.AdapterMismatchError: adapter /no/such/adapter is not a LoRA adapter \
-folder (no adapter_config.json)
+        tmas.llm.hf.model_loading.AdapterMismatchError: adapter /no/such/adapter is not a ...
     """
     if not (adapter / "adapter_config.json").is_file():
         raise AdapterMismatchError(
