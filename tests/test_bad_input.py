@@ -279,6 +279,9 @@ def test_a_prompt_longer_than_the_context_window_is_a_clear_error(tmp_path: Path
         (["--backend", "vllm", "--engine-arg", "dtype"], "expected --engine-arg KEY=VALUE"),
         (["--backend", "vllm", "--base-url", "http://h/v1"], "--base-url needs the openai"),
         (["--backend", "vllm-engine"], "invalid backend"),
+        (["--adapter", "runs/grpo1/adapter"], "--adapter and --device need the hf backend"),
+        (["--backend", "hf", "--model", "/no/such/model"], "no model at /no/such/model"),
+        (["--backend", "hf", "--adapter", "/no/adapter"], "is not a LoRA adapter folder"),
     ],
 )
 def test_bad_vllm_options_are_refused_before_anything_runs(

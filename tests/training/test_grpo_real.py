@@ -43,7 +43,8 @@ STEPS = 3
 
 @pytest.fixture(scope="module")
 def training_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Rows exported from a real TMAS run on the embedded SmolLM2, two of each kind."""
+    """Rows exported from a real TMAS run on the embedded SmolLM2, one of each kind (three steps
+    of one prompt each see every kind once)."""
     folder = tmp_path_factory.mktemp("grpo")
     db = folder / "runs.sqlite"
     backend = {"kind": "llamacpp", "model": "smollm2", "n_ctx": 2048}
@@ -57,7 +58,7 @@ def training_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     by_source = {source: [r for r in rows if r["_source"] == source] for source in SOURCES}
     assert all(by_source.values()), {s: len(r) for s, r in by_source.items()}
     data = folder / "data.jsonl"
-    write_rows([row for picked in by_source.values() for row in (picked * 2)[:2]], data)
+    write_rows([picked[0] for picked in by_source.values()], data)
     return data
 
 
@@ -67,8 +68,8 @@ SOURCES = ("normal", "experience", "guideline")
 def _train(data: Path, out: Path) -> list[str]:
     return [
         sys.executable, "-m", "tmas.cli", "train", "grpo", str(data), "--out", str(out),
-        "--steps", str(STEPS), "--generations", "2", "--prompts-per-step", "2",
-        "--max-completion-length", "24", "--learning-rate", "1e-4",
+        "--steps", str(STEPS), "--generations", "2", "--prompts-per-step", "1",
+        "--max-completion-length", "16", "--learning-rate", "1e-4",
         "--judge-backend", "llamacpp", "--quiet",
     ]  # fmt: skip
 
@@ -79,7 +80,8 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
         _train(training_data, out), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 600
-    while not (out / "checkpoints" / "checkpoint-1").is_dir() and first.poll() is None:
+    complete = out / "checkpoints" / "checkpoint-1" / "trainer_state.json"  # written last
+    while not complete.is_file() and first.poll() is None:
         assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
         time.sleep(0.5)
     assert first.poll() is None, first.stderr.read().decode()[-2000:]
@@ -111,7 +113,7 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
 
     adapter = out / "adapter"
     spec = BackendSpec(kind="hf", model="smollm2", adapter=str(adapter))
-    chat = make_main_model(spec, TMASConfig(solver_max_tokens=8, temperature=0))
+    chat = make_main_model(spec, TMASConfig(solver_max_tokens=16, temperature=0))
     assert type(chat.loaded.model).__name__.startswith("Peft")
     reply = chat.invoke(PROBLEM)
     assert reply.usage_metadata["output_tokens"] > 0

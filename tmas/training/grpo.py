@@ -109,6 +109,40 @@ def metrics_callback(path: Path):
     return MetricsCallback()
 
 
+def checkpoint_step(path: str | Path) -> int:
+    """The step of a TRL checkpoint folder (``checkpoint-N``).
+
+    Example:
+        >>> checkpoint_step("/out/checkpoints/checkpoint-12")
+        12
+    """
+    return int(Path(path).name.rsplit("-", 1)[1])
+
+
+def last_complete_checkpoint(folder: Path) -> str | None:
+    """The newest checkpoint that was written whole (its ``trainer_state.json``, written last,
+    is there). Checkpoints cut short by a kill are removed, so that none is resumed from.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> for step in (1, 2):
+        ...     (folder / f"checkpoint-{step}").mkdir()
+        >>> (folder / "checkpoint-1" / "trainer_state.json").write_text("{}")
+        2
+        >>> Path(last_complete_checkpoint(folder)).name, (folder / "checkpoint-2").exists()
+        ('checkpoint-1', False)
+    """
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
+    for path in sorted(found, key=checkpoint_step, reverse=True):
+        if (path / "trainer_state.json").is_file():
+            return str(path)
+        shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
 def save_adapter(model: Any, tokenizer: Any, settings: GRPOSettings, out_dir: Path) -> Path:
     """Write the LoRA adapter and its record (the base it was trained on) to ``out_dir /
     adapter`` through a temporary folder renamed into place."""
@@ -143,7 +177,6 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     try:
         from datasets import Dataset
         from peft import LoraConfig
-        from transformers.trainer_utils import get_last_checkpoint
         from trl import GRPOTrainer
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
@@ -151,10 +184,8 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     record = {"settings": settings.model_dump(), "checkpoint": checkpoint, "status": "running"}
     write_json(out_dir / SETTINGS_FILE, {**saved, **record})
     metrics_path = out_dir / "metrics.jsonl"
-    last = None
-    if (out_dir / "checkpoints").is_dir():
-        last = get_last_checkpoint(str(out_dir / "checkpoints"))
-    keep_steps_up_to(metrics_path, int(last.rsplit("-", 1)[1]) if last else 0)
+    last = last_complete_checkpoint(out_dir / "checkpoints")
+    keep_steps_up_to(metrics_path, checkpoint_step(last) if last else 0)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=rewards.functions(),

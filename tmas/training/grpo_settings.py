@@ -27,7 +27,7 @@ class JudgeSettings(BaseModel):
     model: str | None = None
     base_url: str | None = None
     prompt_file: str | None = None
-    max_tokens: int = Field(default=64, ge=8)
+    max_tokens: int = Field(default=64, ge=16)
 
 
 class GRPOSettings(BaseModel):

@@ -14,6 +14,7 @@ from langchain_core.messages import HumanMessage
 from tmas.nodes.prompts import PromptSet, bullet_list, clip
 
 VERDICT = re.compile(r"novel\s*[:=]\s*\**\s*(yes|no)\b", re.IGNORECASE)
+LEADING_VERDICT = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
 SOLUTION_CHARS = 3000
 
 
@@ -47,13 +48,14 @@ def load_template(path: str | Path | None) -> str:
 
 
 def parse_verdict(reply: str) -> bool:
-    """The last ``Novel: yes|no`` of a judge's reply; JudgeError without one.
+    """The last ``Novel: yes|no`` of a judge's reply, or a reply that starts with yes or no
+    (small judges often answer so); JudgeError otherwise.
 
     Example:
-        >>> parse_verdict("Both use algebra.\\nNovel: no")
-        False
+        >>> parse_verdict("Both use algebra.\\nNovel: no"), parse_verdict("Yes, it differs.")
+        (False, True)
     """
-    found = VERDICT.findall(reply)
+    found = VERDICT.findall(reply) or LEADING_VERDICT.findall(reply)
     if not found:
         raise JudgeError(f"no 'Novel: yes|no' verdict in the judge's reply: {clip(reply, 80)!r}")
     return found[-1].lower() == "yes"
