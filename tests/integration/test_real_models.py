@@ -132,6 +132,8 @@ def test_one_iteration_through_openai_compatible_server(
             "1",
             "--max-tokens",
             "48",
+            *("--set", "verifier_max_tokens=24", "--set", "summary_max_tokens=24"),
+            *("--set", "experience_max_tokens=32", "--set", "guideline_max_tokens=16"),
             "--run-id",
             "served",
             "--quiet",

@@ -17,8 +17,10 @@ from pathlib import Path
 
 import pytest
 from langchain_core.messages import HumanMessage
+from typer.testing import CliRunner
 
 import tmas
+from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.lifecycle.manager import saved_state
 from tmas.llm.vllm.async_engine import VLLMEngine, shutdown_engines
@@ -216,10 +218,10 @@ def test_engine_that_cannot_start_fails_in_one_line_and_saves_nothing(tmp_path: 
             command, env=_env(tmp_path), capture_output=True, text=True, timeout=600
         )
 
-    unknown = solve("--engine-arg", "max_model_lenn=9")
-    assert unknown.returncode == 2
+    unknown = CliRunner().invoke(app, [*common, "--engine-arg", "max_model_lenn=9"])
+    assert unknown.exit_code == 2
     assert "unknown vLLM engine option max_model_lenn (did you mean max_model_len?)" in (
-        unknown.stderr
+        unknown.output
     )
     too_big = solve("--gpu-memory-utilization", "0.99")
     assert too_big.returncode == 2

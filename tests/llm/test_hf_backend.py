@@ -1,6 +1,7 @@
 """The hf backend on real SmolLM2 (its GGUF de-quantised once into a plain checkpoint without
-the GGUF quantizer): seeded sampling, stop strings, several answers per call, exact usage, a
-TMAS run on every role, and adapters for another base refused in one line."""
+the GGUF quantizer): seeded sampling, stop strings, several answers per call, exact usage, and
+adapters for another base refused in one line (a TMAS run on every role with a trained adapter
+is in ``tests/training/test_grpo_real.py``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 from langchain_core.messages import HumanMessage
 from typer.testing import CliRunner
 
-import tmas
 from tmas.cli import app
 from tmas.llm.checkpoints import checkpoint_for
 from tmas.llm.hf.model_loading import AdapterMismatchError, load_model
@@ -49,25 +49,6 @@ def test_seeds_stops_choices_and_usage() -> None:
     assert stopped.response_metadata["finish_reason"] == "stop"
     result = chat.generate([[HumanMessage(PROBLEM)]], n=3)
     assert len(result.generations[0]) == 3
-
-
-def test_a_tmas_run_on_the_hf_backend(tmp_path: Path) -> None:
-    config = {
-        "n_candidates": 2,
-        "n_verifications": 1,
-        "max_iterations": 1,
-        "solver_max_tokens": 24,
-        "verifier_max_tokens": 16,
-        "summary_max_tokens": 16,
-        "experience_max_tokens": 16,
-        "guideline_max_tokens": 16,
-        "max_retries": 0,
-    }
-    backend = {"kind": "hf", "model": "smollm2"}
-    outcome = tmas.solve(PROBLEM, backend=backend, config=config, db=tmp_path / "r.sqlite")
-    usage = outcome.state["usage"]
-    assert usage["solver"]["calls"] == 2 and usage["verifier"]["calls"] == 2
-    assert all(role["output_tokens"] > 0 for role in usage.values())
 
 
 def test_an_adapter_for_another_base_is_refused(tmp_path: Path) -> None:

@@ -58,7 +58,10 @@ def training_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     by_source = {source: [r for r in rows if r["_source"] == source] for source in SOURCES}
     assert all(by_source.values()), {s: len(r) for s, r in by_source.items()}
     data = folder / "data.jsonl"
-    write_rows([picked[0] for picked in by_source.values()], data)
+    shortest = [
+        min(picked, key=lambda r: len(r["prompt"][1]["content"])) for picked in by_source.values()
+    ]
+    write_rows(shortest, data)
     return data
 
 
@@ -91,9 +94,7 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     record = json.loads((out / "training.json").read_text())
     assert record["status"] == "running" and not (out / "adapter").exists()
 
-    second = subprocess.run(
-        _train(training_data, out), capture_output=True, text=True, timeout=900
-    )
+    second = subprocess.run(_train(training_data, out), capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
     record = json.loads((out / "training.json").read_text())
     assert record["status"] == "finished" and record["steps"] == STEPS
@@ -111,12 +112,15 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     assert any("reward/experience/experience" in line for line in lines)
     assert (out / "rewards.png").stat().st_size > 1000
 
-    adapter = out / "adapter"
-    spec = BackendSpec(kind="hf", model="smollm2", adapter=str(adapter))
-    chat = make_main_model(spec, TMASConfig(solver_max_tokens=16, temperature=0))
+    # The adapter serves every role of a TMAS run through the hf backend.
+    backend = {"kind": "hf", "model": "smollm2", "adapter": str(out / "adapter")}
+    chat = make_main_model(BackendSpec(**backend), TMASConfig(solver_max_tokens=16))
     assert type(chat.loaded.model).__name__.startswith("Peft")
-    reply = chat.invoke(PROBLEM)
-    assert reply.usage_metadata["output_tokens"] > 0
+    config = {**RUN_CONFIG, "max_iterations": 1, "solver_max_tokens": 24}
+    outcome = tmas.solve(PROBLEM, backend=backend, config=config, db=tmp_path / "hf.sqlite")
+    usage = outcome.state["usage"]
+    assert usage["solver"]["calls"] == 2 and usage["verifier"]["calls"] == 2
+    assert all(role["output_tokens"] > 0 for role in usage.values())
 
 
 def test_bad_training_input_fails_in_one_line(tmp_path: Path, training_data: Path) -> None:
