@@ -16,6 +16,7 @@ import os
 import shutil
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,10 @@ def load_policy(settings: GRPOSettings) -> tuple[Any, Any, str]:
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
+    transformers_logging.disable_progress_bar()  # the weights' loading bar, not training's
     checkpoint = checkpoint_for(settings.model)
     on_cpu = pick_device(settings.device) == "cpu"
     try:
@@ -174,6 +177,8 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     rows = read_rows(Path(settings.data))
     judge = make_judge(settings)
     model, tokenizer, checkpoint = load_policy(settings)
+    if not settings.use_vllm:  # TRL warns about the installed vLLM even when it is not used
+        warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
     try:
         from datasets import Dataset
         from peft import LoraConfig
