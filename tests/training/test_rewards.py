@@ -30,6 +30,16 @@ class FailingChat(FakeListChatModel):
         raise ConnectionError("judge endpoint down")
 
 
+class CountingChat(FakeListChatModel):
+    """Answers like FakeListChatModel and counts its calls."""
+
+    calls: int = 0
+
+    def _call(self, *args, **kwargs) -> str:
+        self.calls += 1
+        return super()._call(*args, **kwargs)
+
+
 def test_correctness_for_every_source_and_the_experience_bonus() -> None:
     reward = HybridReward()
     assert reward.score(Sample("normal", "7"), RIGHT) == {
@@ -80,7 +90,8 @@ def test_weights_and_novelty_only_when_correct() -> None:
 
 
 def test_trl_functions_share_one_scoring_and_log_per_source() -> None:
-    reward = HybridReward(judge=judge("Novel: yes"))
+    counting = CountingChat(responses=["Novel: yes"])
+    reward = HybridReward(judge=NoveltyJudge(counting))
     trl = TRLRewards(reward)
     logged: dict[str, float] = {}
     columns = {
@@ -96,7 +107,7 @@ def test_trl_functions_share_one_scoring_and_log_per_source() -> None:
     assert correctness(prompts=[], completions=completions, **columns) == [1.0, 0.0, 1.0]
     assert experience(prompts=[], completions=completions, **columns) == [None, 0.0, None]
     assert novelty(prompts=[], completions=completions, **columns) == [None, None, 1.0]
-    assert len(reward.judge.model.responses) == 1  # one judge call: scored once per batch
+    assert counting.calls == 1  # one guideline row, judged once for the three functions
     assert logged["reward/guideline/novelty"] == 1.0
     assert logged["reward/experience/total"] == 0.0
     assert logged["reward/normal/correctness"] == 1.0
@@ -119,3 +130,15 @@ def test_judge_template_and_verdict_parsing(tmp_path) -> None:
     bad.write_text("Is {solution} new?")
     with pytest.raises(ValueError, match="lacks {problem}, {strategies}"):
         load_template(bad)
+
+
+def test_each_new_batch_is_scored_afresh() -> None:
+    """Batches that come one after another (each list freed before the next is made) get their
+    own scores, never the previous batch's."""
+    correctness = TRLRewards(HybridReward()).functions()[0]
+    columns = {"_source": ["normal"] * 2, "reward_model": [{"ground_truth": "7"}] * 2}
+    results = [
+        correctness(completions=[f"\\boxed{{{answer}}}"] * 2, **columns)
+        for answer in (7, 8, 7, 8)
+    ]
+    assert results == [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]

@@ -134,16 +134,19 @@ def test_an_evaluation_folder_exports_all_its_runs(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["nope"], "no run with id 'nope'"),
-        (["run1", "--out", "rows.csv"], "expected a .parquet or .jsonl file"),
+        (["run1", "--out", "{tmp}/rows.csv"], "expected a .parquet or .jsonl file"),
     ],
 )
 def test_bad_export_requests_fail_in_one_line(saved_run, tmp_path: Path, args, message) -> None:
     db, _ = saved_run
+    args = [arg.format(tmp=tmp_path) for arg in args]
     if "--out" not in args:
         args = [*args, "--out", str(tmp_path / "rows.jsonl")]
-    result = CliRunner().invoke(app, ["export", "rollouts", *args, "--db", str(db)])
+    result = CliRunner().invoke(
+        app, ["export", "rollouts", *args, "--db", str(db)], catch_exceptions=False
+    )
     assert result.exit_code == 2 and message in result.output
-    assert not (tmp_path / "rows.jsonl").exists()
+    assert list(tmp_path.glob("rows.*")) == []
 
 
 def test_training_files_without_the_needed_columns_are_refused(tmp_path: Path) -> None:
@@ -153,4 +156,24 @@ def test_training_files_without_the_needed_columns_are_refused(tmp_path: Path) -
         read_rows(path)
     path.write_text("not json\n")
     with pytest.raises(DataFileError, match="line 1 is not JSON"):
+        read_rows(path)
+
+
+def test_rows_are_read_in_one_shape_and_guideline_rows_need_their_bank(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    chat = [{"role": "user", "content": "3 + 4?"}]
+    write_rows(
+        [
+            {"prompt": chat, "_source": "normal", "reward_model": {"ground_truth": 7}},
+            {"prompt": chat, "_source": "experience", "reward_model": {"ground_truth": "7"},
+             "extra_info": {"problem": "3 + 4?", "experiences": ["Add."]}},
+        ],
+        path,
+    )  # fmt: skip
+    rows = read_rows(path)
+    assert [row["reward_model"]["ground_truth"] for row in rows] == ["7", "7"]
+    assert rows[0]["extra_info"] == {"problem": "", "guidelines": [], "experiences": []}
+    unshown = {"prompt": chat, "_source": "guideline", "reward_model": {"ground_truth": 7}}
+    write_rows([unshown], path)
+    with pytest.raises(DataFileError, match="a guideline row needs extra_info.guidelines"):
         read_rows(path)

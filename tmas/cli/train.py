@@ -39,7 +39,9 @@ def grpo(
     novelty_needs_correct: Annotated[bool, typer.Option(help="novelty only when correct")] = False,
     judge: Annotated[bool, typer.Option(help="score novelty with a judge model")] = True,
     judge_backend: Annotated[str, typer.Option(help="llamacpp | openai | hf | vllm")] = "hf",
-    judge_model: Annotated[str | None, typer.Option(help="default: the base model")] = None,
+    judge_model: Annotated[
+        str | None, typer.Option(help="default: the base model (an openai judge must name one)")
+    ] = None,
     judge_base_url: Annotated[str | None, typer.Option(help="openai judge endpoint")] = None,
     judge_prompt: Annotated[Path | None, typer.Option(help="judge prompt template file")] = None,
     use_vllm: Annotated[bool, typer.Option(help="generate with vLLM (GPU)")] = False,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,27 @@ def check_suffix(path: Path) -> None:
         raise DataFileError(f"{path}: expected a .parquet or .jsonl file")
 
 
+def replace_atomically(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write`` on a temporary file beside ``path`` and rename it into place, so a reader
+    (or a process killed half-way) never leaves half a file at ``path``.
+
+    Example:
+        >>> out = Path(tempfile.mkdtemp()) / "note.txt"
+        >>> replace_atomically(out, lambda tmp: tmp.write_text("done")); out.read_text()
+        'done'
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        write(Path(temporary))
+        os.replace(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
 def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
-    """Write ``rows`` to ``path`` (parquet or JSONL by its suffix) through a temporary file
-    renamed into place, so a reader never sees half a file.
+    """Write ``rows`` to ``path`` (parquet or JSONL by its suffix), whole or not at all.
 
     Example:
         >>> out = Path(tempfile.mkdtemp()) / "rows.jsonl"
@@ -40,19 +59,17 @@ def write_rows(rows: list[dict[str, Any]], path: Path) -> None:
         '{"a": 1}\\n'
     """
     check_suffix(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    try:
+
+    def write(temporary: Path) -> None:
         if path.suffix == ".parquet":
-            _write_parquet(rows, Path(temporary))
+            _write_parquet(rows, temporary)
         else:
-            with open(temporary, "w", encoding="utf-8") as out:
-                for row in rows:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(temporary, path)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
+            temporary.write_text(
+                "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows),
+                encoding="utf-8",
+            )
+
+    replace_atomically(path, write)
 
 
 def _write_parquet(rows: list[dict[str, Any]], path: Path) -> None:
@@ -90,7 +107,25 @@ chat messages; missing _source; missing reward_model.ground_truth
         problems = row_problems(row)
         if problems:
             raise DataFileError(f"{path} row {number}: {'; '.join(problems)}")
-    return rows
+    return [uniform_row(row) for row in rows]
+
+
+def uniform_row(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with the columns the reward reads in one shape for every row (a table takes
+    its column types from the rows): the gold answer as text, and ``extra_info`` with the
+    problem, the guideline items and the experience items.
+
+    Example:
+        >>> uniform_row({"reward_model": {"ground_truth": 7}})["reward_model"]["ground_truth"]
+        '7'
+    """
+    extra = dict(row.get("extra_info") or {})
+    extra["problem"] = str(extra.get("problem") or "")
+    for key in ("guidelines", "experiences"):
+        extra[key] = [str(item) for item in extra.get(key) or []]
+    reward_model = dict(row.get("reward_model") or {})
+    reward_model["ground_truth"] = str(reward_model.get("ground_truth", ""))
+    return {**row, "reward_model": reward_model, "extra_info": extra}
 
 
 def row_problems(row: Any) -> list[str]:
@@ -116,6 +151,11 @@ def row_problems(row: Any) -> list[str]:
     truth = (row.get("reward_model") or {}).get("ground_truth")
     if truth in (None, ""):
         problems.append("missing reward_model.ground_truth")
+    extra = row.get("extra_info")
+    if row.get("_source") == "guideline" and not (
+        isinstance(extra, dict) and isinstance(extra.get("guidelines"), list)
+    ):
+        problems.append("a guideline row needs extra_info.guidelines (the bank it was shown)")
     return problems
 
 

@@ -12,6 +12,7 @@ Output folder::
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -21,20 +22,25 @@ from pathlib import Path
 from typing import Any
 
 from tmas.llm.checkpoints import checkpoint_for
-from tmas.llm.hf.model_loading import ADAPTER_RECORD, first_line, model_shape, pick_device
+from tmas.llm.hf.model_loading import (
+    ADAPTER_RECORD,
+    INSTALL_HINT,
+    load_base,
+    model_shape,
+    pick_device,
+)
 from tmas.llm.model_files import ModelFileError
-from tmas.training.data_files import read_rows
+from tmas.training.data_files import DataFileError, read_rows
 from tmas.training.grpo_settings import SETTINGS_FILE, GRPOSettings, prepare_output, write_json
 from tmas.training.metrics import append_metrics, keep_steps_up_to, plot_rewards, read_metrics
 from tmas.training.novelty import NoveltyJudge, load_template
 from tmas.training.rewards import HybridReward
 from tmas.training.trl_rewards import TRLRewards
 
-INSTALL_HINT = "pip install 'tmas[train]'"
-
 
 def make_judge(settings: GRPOSettings) -> NoveltyJudge | None:
-    """The novelty judge the settings name (None when disabled)."""
+    """The novelty judge the settings name (None when disabled): by default the base model
+    being trained, on the judge's backend (an openai judge needs its model named)."""
     judge = settings.judge
     if not judge.enabled:
         return None
@@ -43,8 +49,9 @@ def make_judge(settings: GRPOSettings) -> NoveltyJudge | None:
 
     spec = BackendSpec(
         kind=judge.backend,  # type: ignore[arg-type]
-        model=judge.model or (settings.model if judge.backend == "hf" else None),
+        model=judge.model or (settings.model if judge.backend != "openai" else None),
         base_url=judge.base_url,
+        device=settings.device if judge.backend == "hf" else None,
     ).resolved()
     model = make_main_model(spec, TMASConfig(solver_max_tokens=judge.max_tokens, temperature=0))
     return NoveltyJudge(model, load_template(judge.prompt_file), judge.max_tokens)
@@ -52,24 +59,8 @@ def make_judge(settings: GRPOSettings) -> NoveltyJudge | None:
 
 def load_policy(settings: GRPOSettings) -> tuple[Any, Any, str]:
     """The base model (float32 on CPU), its tokenizer and its checkpoint folder."""
-    try:
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
-    except ImportError as exc:
-        raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
-    transformers_logging.disable_progress_bar()  # the weights' loading bar, not training's
     checkpoint = checkpoint_for(settings.model)
-    on_cpu = pick_device(settings.device) == "cpu"
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        model = AutoModelForCausalLM.from_pretrained(
-            checkpoint, dtype=torch.float32 if on_cpu else "auto"
-        )
-    except OSError as exc:
-        raise ModelFileError(f"cannot load model {settings.model}: {first_line(exc)}") from exc
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    model, tokenizer = load_base(checkpoint, settings.model, pick_device(settings.device))
     return model, tokenizer, checkpoint
 
 
@@ -122,6 +113,19 @@ def checkpoint_step(path: str | Path) -> int:
     return int(Path(path).name.rsplit("-", 1)[1])
 
 
+def whole_state(path: Path) -> bool:
+    """Whether a checkpoint's trainer state exists and parses (a kill can cut it short).
+
+    Example:
+        >>> whole_state(Path("/no/such/trainer_state.json"))
+        False
+    """
+    try:
+        return isinstance(json.loads(path.read_text()), dict)
+    except (OSError, ValueError):
+        return False
+
+
 def last_complete_checkpoint(folder: Path) -> str | None:
     """The newest checkpoint that was written whole (its ``trainer_state.json``, written last,
     is there). Checkpoints cut short by a kill are removed, so that none is resumed from.
@@ -140,7 +144,7 @@ def last_complete_checkpoint(folder: Path) -> str | None:
         return None
     found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
     for path in sorted(found, key=checkpoint_step, reverse=True):
-        if (path / "trainer_state.json").is_file():
+        if whole_state(path / "trainer_state.json"):
             return str(path)
         shutil.rmtree(path, ignore_errors=True)
     return None
@@ -173,7 +177,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
 
         train_grpo(GRPOSettings(data="rows.parquet", steps=3), Path("out"))
     """
-    saved = prepare_output(out_dir, settings)
+    prepare_output(out_dir, settings)
     rows = read_rows(Path(settings.data))
     judge = make_judge(settings)
     model, tokenizer, checkpoint = load_policy(settings)
@@ -185,17 +189,27 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         from trl import GRPOTrainer
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
+    last = last_complete_checkpoint(out_dir / "checkpoints")
+    if last is not None and checkpoint_step(last) > settings.steps:
+        raise ValueError(
+            f"{out_dir} is already trained to step {checkpoint_step(last)}; "
+            f"--steps {settings.steps} cannot go back (use another --out)"
+        )
+    try:
+        dataset = Dataset.from_list(rows)
+    except (TypeError, ValueError) as exc:  # pyarrow cannot put the rows in one table
+        raise DataFileError(f"{settings.data}: rows of different shapes ({exc})") from None
     rewards = TRLRewards(HybridReward(settings.weights, judge))
     record = {"settings": settings.model_dump(), "checkpoint": checkpoint, "status": "running"}
-    write_json(out_dir / SETTINGS_FILE, {**saved, **record})
+    write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
+    shutil.rmtree(out_dir / "adapter", ignore_errors=True)
     metrics_path = out_dir / "metrics.jsonl"
-    last = last_complete_checkpoint(out_dir / "checkpoints")
     keep_steps_up_to(metrics_path, checkpoint_step(last) if last else 0)
     trainer = GRPOTrainer(
         model=model,
         reward_funcs=rewards.functions(),
         args=trainer_config(settings, out_dir, progress, rewards.weights()),
-        train_dataset=Dataset.from_list(rows),
+        train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=LoraConfig(
             r=settings.lora_r,
@@ -209,8 +223,6 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     adapter = save_adapter(trainer.model, tokenizer, settings, out_dir)
-    metrics = read_metrics(metrics_path)
-    plot_rewards(metrics, out_dir / "rewards.png")
     record.update(
         status="finished",
         steps=trainer.state.global_step,
@@ -220,4 +232,5 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         judge_failures=rewards.reward.judge_failures,
     )
     write_json(out_dir / SETTINGS_FILE, record)
+    plot_rewards(read_metrics(metrics_path), out_dir / "rewards.png")
     return record

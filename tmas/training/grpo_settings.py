@@ -4,13 +4,12 @@ the same training."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from tmas.training.data_files import replace_atomically
 from tmas.training.rewards import RewardWeights
 
 SETTINGS_FILE = "training.json"
@@ -86,14 +85,12 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     """Write ``data`` as JSON through a temporary file renamed into place.
 
     Example:
+        >>> import tempfile
         >>> out = Path(tempfile.mkdtemp()) / "t.json"
         >>> write_json(out, {"a": 1}); json.loads(out.read_text())
         {'a': 1}
     """
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(data, out, indent=2)
-    os.replace(temporary, path)
+    replace_atomically(path, lambda temporary: temporary.write_text(json.dumps(data, indent=2)))
 
 
 def prepare_output(out_dir: Path, settings: GRPOSettings) -> dict[str, Any]:
@@ -101,6 +98,7 @@ def prepare_output(out_dir: Path, settings: GRPOSettings) -> dict[str, Any]:
     of an earlier training there (ValueError when its settings differ); {} when new.
 
     Example:
+        >>> import tempfile
         >>> out = Path(tempfile.mkdtemp()) / "run"
         >>> prepare_output(out, GRPOSettings(data="/d.jsonl"))
         {}

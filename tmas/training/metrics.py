@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tmas.training.data_files import replace_atomically
+
 REWARD_PREFIXES = ("reward", "rewards/")
 
 
@@ -18,7 +20,13 @@ def read_metrics(path: Path) -> list[dict[str, Any]]:
     """
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    found = []
+    for line in path.read_text().splitlines():
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+    return found
 
 
 def keep_steps_up_to(path: Path, step: int) -> None:
@@ -34,7 +42,8 @@ def keep_steps_up_to(path: Path, step: int) -> None:
     """
     kept = [line for line in read_metrics(path) if line.get("step", 0) <= step]
     if path.is_file():
-        path.write_text("".join(json.dumps(line) + "\n" for line in kept))
+        text = "".join(json.dumps(line) + "\n" for line in kept)
+        replace_atomically(path, lambda temporary: temporary.write_text(text))
 
 
 def append_metrics(path: Path, step: int, logs: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ weights; the defaults here are our choice.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,32 +90,31 @@ class HybridReward:
         self.weights = weights or RewardWeights()
         self.judge = judge
         self.judge_failures = 0
-        self.last_judge_error: str | None = None
+        self._failures_lock = threading.Lock()
 
     def correctness(self, sample: Sample, completion: str) -> float:
         """1.0 when the completion's answer equals the gold answer, else 0.0."""
         answer = extract_answer(completion).value
         return 1.0 if is_correct(answer, sample.ground_truth or None) else 0.0
 
-    def novelty(self, sample: Sample, completion: str) -> float | None:
-        """The judge's verdict on a guideline row (None elsewhere, without a judge, or when the
-        judge failed)."""
+    def novelty(self, sample: Sample, completion: str) -> tuple[float | None, str | None]:
+        """The judge's verdict on a guideline row (None elsewhere and without a judge) and the
+        judge's error when it failed (the verdict is then None)."""
         if sample.source != "guideline" or self.judge is None:
-            return None
+            return None, None
         try:
-            return self.judge.novelty(sample.problem, sample.guidelines, completion)
+            return self.judge.novelty(sample.problem, sample.guidelines, completion), None
         except JudgeError as exc:
-            self.judge_failures += 1
-            self.last_judge_error = str(exc)
-            return None
+            with self._failures_lock:
+                self.judge_failures += 1
+            return None, str(exc)
 
     def score(self, sample: Sample, completion: str) -> dict[str, Any]:
         """``{correctness, experience, novelty, total}`` (plus ``judge_error`` when the judge
         failed on this completion)."""
-        failures = self.judge_failures
         correct = self.correctness(sample, completion)
         experience = correct if sample.source == "experience" else None
-        novelty = self.novelty(sample, completion)
+        novelty, judge_error = self.novelty(sample, completion)
         if novelty is not None and self.weights.novelty_needs_correct and not correct:
             novelty = 0.0
         weights = self.weights
@@ -129,6 +129,6 @@ class HybridReward:
             "novelty": novelty,
             "total": total,
         }
-        if self.judge_failures > failures:
-            scores["judge_error"] = self.last_judge_error
+        if judge_error is not None:
+            scores["judge_error"] = judge_error
         return scores

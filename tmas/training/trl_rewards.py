@@ -51,7 +51,7 @@ class TRLRewards:
 
     def __init__(self, reward: HybridReward) -> None:
         self.reward = reward
-        self._batch: tuple[int, list[dict[str, Any]]] | None = None
+        self._batch: tuple[list[Any], list[dict[str, Any]]] | None = None
 
     def weights(self) -> list[float]:
         """TRL's ``reward_weights``, in the order of :meth:`functions`."""
@@ -72,7 +72,7 @@ class TRLRewards:
 
     def scores(self, completions: list[Any], kwargs: dict[str, Any]) -> list[dict[str, Any]]:
         """The batch's scores, computed on its first call and reused by the other functions."""
-        if self._batch is not None and self._batch[0] == id(completions):
+        if self._batch is not None and self._batch[0] is completions:  # the same batch object
             return self._batch[1]
         rows = rows_of(len(completions), kwargs)
         samples = [Sample.from_row(row) for row in rows]
@@ -85,7 +85,7 @@ class TRLRewards:
             for metric, value in source_means(samples, scores).items():
                 log_metric(metric, value)
             log_metric("judge_failures", float(self.reward.judge_failures))
-        self._batch = (id(completions), scores)
+        self._batch = (completions, scores)  # kept alive, so its identity stays its own
         return scores
 
 

@@ -53,9 +53,9 @@ def model_shape(config: Any) -> dict[str, Any]:
     return {key: getattr(config, key, None) for key in SHAPE_KEYS}
 
 
-def check_adapter(adapter: Path, base_shape: dict[str, Any], base_name: str) -> None:
+def check_adapter(adapter: Path, base_shape: dict[str, Any] | None, base_name: str) -> None:
     """Refuse an adapter folder that is missing, not a PEFT adapter, or made for a base of
-    another shape than ``base_shape``.
+    another shape than ``base_shape`` (not compared when None).
 
     Example:
         >>> check_adapter(Path("/no/such/adapter"), {}, "smollm2")
@@ -68,7 +68,7 @@ def check_adapter(adapter: Path, base_shape: dict[str, Any], base_name: str) -> 
             f"adapter {adapter} is not a LoRA adapter folder (no adapter_config.json)"
         )
     record_path = adapter / ADAPTER_RECORD
-    if not record_path.is_file():
+    if base_shape is None or not record_path.is_file():
         return
     record = json.loads(record_path.read_text())
     trained_on = record.get("base_shape", {})
@@ -80,18 +80,24 @@ def check_adapter(adapter: Path, base_shape: dict[str, Any], base_name: str) -> 
         )
 
 
+DEVICE_PATTERN = r"^(auto|cpu|mps|cuda(:[0-9]+)?)$"
+
+
 def pick_device(device: str | None) -> str:
-    """``cuda`` when asked or when ``auto``/None finds a GPU, else ``cpu``.
+    """``cuda`` when ``auto``/None finds a GPU, else ``cpu``; a named device as it is, once
+    torch can use it (ModelFileError otherwise).
 
     Example:
         >>> pick_device("cpu")
         'cpu'
     """
-    if device not in (None, "auto"):
-        return str(device)
     import torch
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ModelFileError(f"--device {device}: this torch build sees no CUDA GPU")
+    return str(device)
 
 
 def load_model(
@@ -107,9 +113,11 @@ def load_model(
     """
     from tmas.llm.checkpoints import checkpoint_for
 
+    adapter_path = str(Path(adapter).expanduser().resolve()) if adapter else None
+    if adapter_path is not None:
+        check_adapter(Path(adapter_path), None, model or "default")  # before any weights load
     checkpoint = checkpoint_for(model)
     where = pick_device(device)
-    adapter_path = str(Path(adapter).expanduser().resolve()) if adapter else None
     key = (checkpoint, adapter_path, where)
     with _loading:
         if key not in _loaded:
@@ -117,22 +125,34 @@ def load_model(
         return _loaded[key]
 
 
-def _load(checkpoint: str, name: str, adapter: str | None, device: str) -> LoadedModel:
+def load_base(checkpoint: str, name: str, device: str) -> tuple[Any, Any]:
+    """A checkpoint's model (float32 on CPU, its own dtype elsewhere) and tokenizer (with a pad
+    token), without moving the model; ModelFileError when it cannot be loaded.
+
+    Example (with ``tmas[train]``)::
+
+        model, tokenizer = load_base(checkpoint_for("smollm2"), "smollm2", "cpu")
+    """
     try:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as transformers_logging
     except ImportError as exc:
-        raise ModelFileError(f"the hf backend needs {exc.name}: {INSTALL_HINT}") from exc
-    transformers_logging.disable_progress_bar()
+        raise ModelFileError(f"{exc.name} is not installed: {INSTALL_HINT}") from exc
+    transformers_logging.disable_progress_bar()  # the weights' loading bar
     dtype = torch.float32 if device == "cpu" else "auto"
     try:
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        base = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
     except OSError as exc:
         raise ModelFileError(f"cannot load model {name}: {first_line(exc)}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    return model, tokenizer
+
+
+def _load(checkpoint: str, name: str, adapter: str | None, device: str) -> LoadedModel:
+    base, tokenizer = load_base(checkpoint, name, device)
     loaded: Any = base
     if adapter is not None:
         check_adapter(Path(adapter), model_shape(base.config), name)
@@ -146,7 +166,10 @@ def _load(checkpoint: str, name: str, adapter: str | None, device: str) -> Loade
             raise AdapterMismatchError(
                 f"adapter {adapter} does not fit {name}: {first_line(exc)}"
             ) from exc
-    loaded.to(device)
+    try:
+        loaded.to(device)
+    except (RuntimeError, AssertionError) as exc:
+        raise ModelFileError(f"cannot use device {device}: {first_line(exc)}") from exc
     loaded.eval()
     return LoadedModel(loaded, tokenizer, checkpoint, adapter, device, threading.Lock())
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,9 +74,6 @@ def generate(
     import torch
 
     tokenizer = loaded.tokenizer
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(loaded.device)
-    prompt_tokens = int(inputs["input_ids"].shape[1])
     sampling: dict[str, Any] = {"do_sample": temperature > 0}
     if temperature > 0:
         sampling.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
@@ -83,9 +81,11 @@ def generate(
         sampling.update(stop_strings=list(stop), tokenizer=tokenizer)
     eos = loaded.model.generation_config.eos_token_id
     eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    with loaded.lock, torch.inference_mode():
-        if seed is not None:
-            torch.manual_seed(int(seed))
+    # One call at a time: the model, and the tokenizer (fast tokenizers are not re-entrant).
+    with loaded.lock, torch.inference_mode(), seeded(seed, temperature, loaded.device):
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(loaded.device)
+        prompt_tokens = int(inputs["input_ids"].shape[1])
         output = loaded.model.generate(
             **inputs,
             max_new_tokens=int(max_tokens),
@@ -93,15 +93,35 @@ def generate(
             pad_token_id=tokenizer.pad_token_id,
             **sampling,
         )
-    choices = []
-    for row in output[:, prompt_tokens:].tolist():
-        length, ended = generated_length(row, eos_ids)
-        answer, stopped = cut_at_stop(
-            tokenizer.decode(row[:length], skip_special_tokens=True), stop
-        )
-        reason = "stop" if ended or stopped else "length"
-        choices.append(Choice(answer, length, reason))
+        choices = []
+        for row in output[:, prompt_tokens:].tolist():
+            length, ended = generated_length(row, eos_ids)
+            answer, stopped = cut_at_stop(
+                tokenizer.decode(row[:length], skip_special_tokens=True), stop
+            )
+            reason = "stop" if ended or stopped else "length"
+            choices.append(Choice(answer, length, reason))
     return prompt_tokens, choices
+
+
+@contextlib.contextmanager
+def seeded(seed: int | None, temperature: float, device: str) -> Iterator[None]:
+    """Sample from ``seed`` without touching the process's own random state (a trainer in the
+    same process keeps its draws); nothing to do for greedy decoding or no seed.
+
+    Example:
+        >>> with seeded(None, 0.7, "cpu"):
+        ...     pass
+    """
+    if seed is None or temperature <= 0:
+        yield
+        return
+    import torch
+
+    devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        yield
 
 
 class ChatHF(BaseChatModel):
