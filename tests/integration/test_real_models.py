@@ -3,6 +3,7 @@ through an OpenAI-compatible ``llama_cpp.server`` started on loopback."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -84,6 +85,8 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 str(port),
                 "--n_ctx",
                 "2048",
+                "--n_threads",
+                str(os.cpu_count() or 1),  # its default is half the cores
                 "--verbose",
                 "False",
             ],
@@ -152,3 +155,6 @@ def test_one_iteration_through_openai_compatible_server(
     calls = sum(u["calls"] for u in state["usage"].values())
     _check_one_iteration(state, calls)
     assert '"run_id": "served"' in result.stdout
+    # The server honours each role's token limit (it reads max_tokens, not max_completion_tokens).
+    assert state["usage"]["solver"]["output_tokens"] <= 2 * 48
+    assert state["usage"]["verifier"]["output_tokens"] <= 2 * 24

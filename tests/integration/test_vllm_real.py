@@ -55,7 +55,30 @@ TINY = TMASConfig(
 
 
 @pytest.fixture(scope="module")
-def chat() -> Iterator[ChatVLLM]:
+def server_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, subprocess.Popen]]:
+    """A TMAS run through a managed vLLM server, started first and left to run in the
+    background: its three processes' start-up (mostly imports, one core each) overlaps the
+    in-process engine's tests. Its test collects the result."""
+    home = tmp_path_factory.mktemp("server_run")
+    solve = subprocess.Popen(
+        [
+            sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--backend", "vllm-server",
+            "--model", "smollm2", "--n-ctx", str(N_CTX), "-n", "2", "-m", "1", "-t", "1",
+            *SHORT, "--run-id", "s", "--db", str(home / "s.sqlite"), "--quiet", "--json",
+        ],  # fmt: skip
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    yield home, solve
+    if solve.poll() is None:
+        solve.kill()
+    solve.communicate()
+
+
+@pytest.fixture(scope="module")
+def chat(server_run: tuple[Path, subprocess.Popen]) -> Iterator[ChatVLLM]:
     """The in-process SmolLM2 engine every test here shares (as every role of a run does),
     stopped afterwards so the rest of the suite has the machine's memory."""
     model = in_process_chat_model(
@@ -187,25 +210,15 @@ def test_killed_run_resumes_on_the_in_process_engine(chat: ChatVLLM, tmp_path: P
     assert chat.engine.stats.requests > requests_before  # resumed on this process's engine
 
 
-def test_tmas_through_a_managed_vllm_server(tmp_path: Path) -> None:
-    result = subprocess.run(
-        [
-            sys.executable, "-m", "tmas.cli", "solve", PROBLEM, "--backend", "vllm-server",
-            "--model", "smollm2", "--n-ctx", str(N_CTX), "-n", "2", "-m", "1", "-t", "1",
-            *SHORT, "--run-id", "s", "--db", str(tmp_path / "s.sqlite"),
-            "--quiet", "--json",
-        ],  # fmt: skip
-        env=_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    state = saved_state(connect(tmp_path / "s.sqlite"), "s")
+def test_tmas_through_a_managed_vllm_server(server_run: tuple[Path, subprocess.Popen]) -> None:
+    home, solve = server_run
+    stdout, stderr = solve.communicate(timeout=900)
+    assert solve.returncode == 0, stderr[-2000:]
+    state = saved_state(connect(home / "s.sqlite"), "s")
     assert state["stop_reason"] == "max_iterations"
     assert state["usage"]["solver"]["calls"] == 2 and state["usage"]["solver"]["output_tokens"]
-    assert '"run_id": "s"' in result.stdout  # the JSON result, not vLLM's log lines
-    assert "vllm-server:smollm2" in result.stderr
+    assert '"run_id": "s"' in stdout  # the JSON result, not vLLM's log lines
+    assert "vllm-server:smollm2" in stderr
 
 
 def test_engine_that_cannot_start_fails_in_one_line_and_saves_nothing(tmp_path: Path) -> None:
