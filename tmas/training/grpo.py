@@ -229,7 +229,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         resumed_from=last,
         adapter=str(adapter),
         train_seconds=round(time.monotonic() - started, 1),
-        judge_failures=rewards.reward.judge_failures,
+        judge_failures=rewards.reward.judge_failures,  # in this process (since a resume)
     )
     write_json(out_dir / SETTINGS_FILE, record)
     plot_rewards(read_metrics(metrics_path), out_dir / "rewards.png")

@@ -84,7 +84,8 @@ class TRLRewards:
         if callable(log_metric):
             for metric, value in source_means(samples, scores).items():
                 log_metric(metric, value)
-            log_metric("judge_failures", float(self.reward.judge_failures))
+            failed = sum("judge_error" in score for score in scores)
+            log_metric("judge_failures", float(failed))  # this batch's failed judgements
         self._batch = (completions, scores)  # kept alive, so its identity stays its own
         return scores
 
