@@ -5,26 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
+from tmas.llm.chat_results import Choice, chat_result
 from tmas.llm.hf.model_loading import LoadedModel, load_model
 from tmas.llm.llamacpp import to_chat_dicts
-
-
-@dataclass
-class Choice:
-    """One generated answer: its text (cut at a stop string), tokens and why it ended."""
-
-    text: str
-    tokens: int
-    finish_reason: str
 
 
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
@@ -189,35 +180,3 @@ class ChatHF(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         return await asyncio.to_thread(self._generate, messages, stop, None, **kwargs)
-
-
-def chat_result(prompt_tokens: int, choices: list[Choice], model_name: str) -> ChatResult:
-    """The answers as a ChatResult; the prompt's tokens count once, on the first generation.
-
-    Example:
-        >>> result = chat_result(4, [Choice("hi", 2, "stop")], "m")
-        >>> result.generations[0].message.usage_metadata["total_tokens"]
-        6
-    """
-    generations = []
-    for index, choice in enumerate(choices):
-        input_tokens = prompt_tokens if index == 0 else 0
-        message = AIMessage(
-            content=choice.text,
-            usage_metadata={
-                "input_tokens": input_tokens,
-                "output_tokens": choice.tokens,
-                "total_tokens": input_tokens + choice.tokens,
-            },
-            response_metadata={"finish_reason": choice.finish_reason, "model_name": model_name},
-        )
-        generations.append(ChatGeneration(message=message))
-    completion = sum(c.tokens for c in choices)
-    usage = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion,
-        "total_tokens": prompt_tokens + completion,
-    }
-    return ChatResult(
-        generations=generations, llm_output={"token_usage": usage, "model_name": model_name}
-    )

@@ -8,10 +8,11 @@ from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict, Field
 
+from tmas.llm.chat_results import Choice, chat_result
 from tmas.llm.llamacpp import to_chat_dicts
 from tmas.llm.vllm.async_engine import VLLMEngine, shared_engine
 
@@ -44,11 +45,8 @@ def sampling_kwargs(
 
 
 def to_chat_result(output: Any, model_name: str) -> ChatResult:
-    """One vLLM ``RequestOutput`` as a ChatResult with one generation per choice.
-
-    The prompt's tokens (and the share the prefix cache served, as ``cache_read``) are
-    counted once, on the first generation, so that summing usage over the generations gives
-    the request's true total; ``llm_output["token_usage"]`` holds that total too.
+    """One vLLM ``RequestOutput`` as a ChatResult with one generation per choice (usage as
+    :func:`tmas.llm.chat_results.chat_result` counts it, with the prefix cache's share).
 
     Example:
         >>> from types import SimpleNamespace as NS
@@ -58,35 +56,12 @@ def to_chat_result(output: Any, model_name: str) -> ChatResult:
         >>> usage["total_tokens"], usage["input_token_details"]
         (3, {'cache_read': 1})
     """
-    prompt_tokens = len(output.prompt_token_ids or [])
+    choices = [
+        Choice(choice.text, len(choice.token_ids or []), choice.finish_reason)
+        for choice in output.outputs
+    ]
     cached = int(getattr(output, "num_cached_tokens", 0) or 0)
-    generations: list[ChatGeneration] = []
-    completion_tokens = 0
-    for index, choice in enumerate(output.outputs):
-        first = index == 0
-        input_tokens = prompt_tokens if first else 0
-        output_tokens = len(choice.token_ids or [])
-        completion_tokens += output_tokens
-        message = AIMessage(
-            content=choice.text,
-            usage_metadata={
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "total_tokens": input_tokens + output_tokens,
-                "input_token_details": {"cache_read": cached if first else 0},
-            },
-            response_metadata={"finish_reason": choice.finish_reason, "model_name": model_name},
-        )
-        generations.append(ChatGeneration(message=message))
-    usage = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "total_tokens": prompt_tokens + completion_tokens,
-        "cached_prompt_tokens": cached,
-    }
-    return ChatResult(
-        generations=generations, llm_output={"token_usage": usage, "model_name": model_name}
-    )
+    return chat_result(len(output.prompt_token_ids or []), choices, model_name, cached)
 
 
 class ChatVLLM(BaseChatModel):
