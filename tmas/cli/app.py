@@ -1,5 +1,6 @@
 """The ``tmas`` command line: solve a problem; list, show, resume, fork and trace saved runs;
-evaluate, compare and draw topologies; export runs for training and train. Each command lives
+evaluate, compare and draw topologies; export runs for training and train; choose plans with
+a plan reward model. Each command lives
 in its own module."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from tmas.cli.export import export_app
 from tmas.cli.fork import fork
 from tmas.cli.graph import graph
 from tmas.cli.graphs import graphs
+from tmas.cli.orchrm import orchrm_app
 from tmas.cli.resume import resume
 from tmas.cli.runs import runs
 from tmas.cli.show import show
@@ -36,6 +38,7 @@ for _name, _command in (
     app.command(_name)(_command)
 app.add_typer(export_app, name="export")
 app.add_typer(train_app, name="train")
+app.add_typer(orchrm_app, name="orchrm")
 
 if __name__ == "__main__":
     app()

@@ -1,6 +1,5 @@
 """``tmas graphs``: list the bundled topologies."""
 
-
 from __future__ import annotations
 
 from rich.table import Table

@@ -102,9 +102,7 @@ def role_settings(role_models: list[str], role_base_urls: list[str]) -> dict[str
         raise ConfigError(f"invalid role setting: {describe_validation_error(exc)}") from None
 
 
-def load_topology(
-    graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()
-) -> GraphSpec:
+def load_topology(graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()) -> GraphSpec:
     """Import the plugins, then load the topology (bundled name or file), apply the prompt
     files' overrides in turn and validate it (:func:`tmas.api.load_topology`)."""
     return api.load_topology(graph, plugins=plugins, prompts=list(prompt_files))

@@ -1,6 +1,5 @@
 """``tmas resume``: continue a saved run from its last checkpoint."""
 
-
 from __future__ import annotations
 
 from typing import Annotated

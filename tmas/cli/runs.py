@@ -1,6 +1,5 @@
 """``tmas runs``: list the saved runs."""
 
-
 from __future__ import annotations
 
 from tmas.cli.common import (

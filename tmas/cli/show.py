@@ -1,6 +1,5 @@
 """``tmas show``: one saved run's iterations, model calls, roles, prompts and answer."""
 
-
 from __future__ import annotations
 
 from typing import Annotated

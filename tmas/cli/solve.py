@@ -1,6 +1,5 @@
 """``tmas solve``: run a topology on one problem and print the answer."""
 
-
 from __future__ import annotations
 
 from pathlib import Path
@@ -109,11 +108,21 @@ def solve(
             role_model,
             role_base_url,
             dict(
-                kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-                engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
+                kind=backend,
+                model=model,
+                base_url=base_url,
+                n_ctx=n_ctx,
+                n_threads=threads,
+                engine=engine,
+                max_sequences=max_sequences,
+                adapter=adapter,
+                device=device,
                 engine_args=engine_args(
-                    engine_arg, gpu_memory_utilization, tensor_parallel_size,
-                    pipeline_parallel_size, dtype,
+                    engine_arg,
+                    gpu_memory_utilization,
+                    tensor_parallel_size,
+                    pipeline_parallel_size,
+                    dtype,
                 ),
             ),
             prompts,

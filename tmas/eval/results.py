@@ -42,6 +42,7 @@ def result_row(
     failed_by_role = failed_calls_by_role(usage)
     return {
         "id": problem.id,
+        "problem": problem.problem,
         "run_id": run_id,
         "graph": graph,
         "gold": problem.answer,

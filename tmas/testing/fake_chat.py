@@ -99,9 +99,7 @@ class ScriptedChatModel(BaseChatModel):
             for iteration in range(1, iterations + 1)
             for index in range(256)
         }
-        return {
-            where[call.seed]: call for call in self.calls_of("solver") if call.seed in where
-        }
+        return {where[call.seed]: call for call in self.calls_of("solver") if call.seed in where}
 
     def _generate(
         self,

@@ -12,29 +12,29 @@ Output folder::
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import tempfile
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 from tmas.llm.checkpoints import checkpoint_for
-from tmas.llm.hf.model_loading import (
-    ADAPTER_RECORD,
-    INSTALL_HINT,
-    load_base,
-    model_shape,
-    pick_device,
-)
+from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
 from tmas.llm.model_files import ModelFileError
 from tmas.training.data_files import DataFileError, read_rows
-from tmas.training.grpo_settings import SETTINGS_FILE, GRPOSettings, prepare_output, write_json
-from tmas.training.metrics import append_metrics, keep_steps_up_to, plot_rewards, read_metrics
+from tmas.training.grpo_settings import GRPOSettings
+from tmas.training.metrics import keep_steps_up_to, plot_rewards, read_metrics
 from tmas.training.novelty import NoveltyJudge, load_template
 from tmas.training.rewards import HybridReward
+from tmas.training.trainer_runs import (
+    SETTINGS_FILE,
+    checkpoint_step,
+    last_complete_checkpoint,
+    metrics_callback,
+    prepare_output,
+    save_adapter,
+    write_json,
+)
 from tmas.training.trl_rewards import TRLRewards
 
 
@@ -89,82 +89,6 @@ def trainer_config(settings: GRPOSettings, out_dir: Path, progress: bool, weight
         use_vllm=settings.use_vllm,
         disable_tqdm=not progress,
     )
-
-
-def metrics_callback(path: Path):
-    """A TrainerCallback that appends each log to ``path`` (see :mod:`tmas.training.metrics`)."""
-    from transformers import TrainerCallback
-
-    class MetricsCallback(TrainerCallback):
-        def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
-            if logs and state.is_world_process_zero:
-                append_metrics(path, state.global_step, logs)
-
-    return MetricsCallback()
-
-
-def checkpoint_step(path: str | Path) -> int:
-    """The step of a TRL checkpoint folder (``checkpoint-N``).
-
-    Example:
-        >>> checkpoint_step("/out/checkpoints/checkpoint-12")
-        12
-    """
-    return int(Path(path).name.rsplit("-", 1)[1])
-
-
-def whole_state(path: Path) -> bool:
-    """Whether a checkpoint's trainer state exists and parses (a kill can cut it short).
-
-    Example:
-        >>> whole_state(Path("/no/such/trainer_state.json"))
-        False
-    """
-    try:
-        return isinstance(json.loads(path.read_text()), dict)
-    except (OSError, ValueError):
-        return False
-
-
-def last_complete_checkpoint(folder: Path) -> str | None:
-    """The newest checkpoint that was written whole (its ``trainer_state.json``, written last,
-    is there). Checkpoints cut short by a kill are removed, so that none is resumed from.
-
-    Example:
-        >>> import tempfile
-        >>> folder = Path(tempfile.mkdtemp())
-        >>> for step in (1, 2):
-        ...     (folder / f"checkpoint-{step}").mkdir()
-        >>> (folder / "checkpoint-1" / "trainer_state.json").write_text("{}")
-        2
-        >>> Path(last_complete_checkpoint(folder)).name, (folder / "checkpoint-2").exists()
-        ('checkpoint-1', False)
-    """
-    if not folder.is_dir():
-        return None
-    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
-    for path in sorted(found, key=checkpoint_step, reverse=True):
-        if whole_state(path / "trainer_state.json"):
-            return str(path)
-        shutil.rmtree(path, ignore_errors=True)
-    return None
-
-
-def save_adapter(model: Any, tokenizer: Any, settings: GRPOSettings, out_dir: Path) -> Path:
-    """Write the LoRA adapter and its record (the base it was trained on) to ``out_dir /
-    adapter`` through a temporary folder renamed into place."""
-    target = out_dir / "adapter"
-    work = Path(tempfile.mkdtemp(prefix=".adapter.", dir=out_dir))
-    try:
-        model.save_pretrained(work)
-        tokenizer.save_pretrained(work)
-        record = {"base_model": settings.model, "base_shape": model_shape(model.config)}
-        write_json(work / ADAPTER_RECORD, record)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(work, target)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return target
 
 
 def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> dict[str, Any]:
@@ -222,7 +146,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     )
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
-    adapter = save_adapter(trainer.model, tokenizer, settings, out_dir)
+    adapter = save_adapter(trainer.model, tokenizer, settings.model, out_dir)
     record.update(
         status="finished",
         steps=trainer.state.global_step,

@@ -3,16 +3,9 @@ the same training."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from tmas.training.data_files import replace_atomically
 from tmas.training.rewards import RewardWeights
-
-SETTINGS_FILE = "training.json"
 
 
 class JudgeSettings(BaseModel):
@@ -62,62 +55,3 @@ class GRPOSettings(BaseModel):
     def batch_size(self) -> int:
         """Completions per step: generations per prompt times prompts per step."""
         return self.num_generations * self.prompts_per_step
-
-
-def same_training(saved: dict[str, Any], settings: GRPOSettings) -> list[str]:
-    """The settings that differ from a saved training's (``steps`` may grow: more steps
-    continue the same training).
-
-    Example:
-        >>> same_training({"data": "/a.jsonl", "steps": 5}, GRPOSettings(data="/b.jsonl"))
-        ['data']
-    """
-    current = settings.model_dump()
-    known = saved.get("settings", saved)
-    return [
-        key
-        for key, value in current.items()
-        if key != "steps" and key in known and known[key] != value
-    ]
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` as JSON through a temporary file renamed into place.
-
-    Example:
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp()) / "t.json"
-        >>> write_json(out, {"a": 1}); json.loads(out.read_text())
-        {'a': 1}
-    """
-    replace_atomically(path, lambda temporary: temporary.write_text(json.dumps(data, indent=2)))
-
-
-def prepare_output(out_dir: Path, settings: GRPOSettings) -> dict[str, Any]:
-    """Create ``out_dir`` (ValueError when it cannot be written) and return the saved record
-    of an earlier training there (ValueError when its settings differ); {} when new.
-
-    Example:
-        >>> import tempfile
-        >>> out = Path(tempfile.mkdtemp()) / "run"
-        >>> prepare_output(out, GRPOSettings(data="/d.jsonl"))
-        {}
-    """
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise ValueError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
-    path = out_dir / SETTINGS_FILE
-    if not path.is_file():
-        return {}
-    saved = json.loads(path.read_text())
-    differing = same_training(saved, settings)
-    if differing:
-        raise ValueError(
-            f"{out_dir} holds a training with other settings ({', '.join(differing)}); "
-            "use another --out"
-        )
-    return saved

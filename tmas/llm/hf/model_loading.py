@@ -125,9 +125,11 @@ def load_model(
         return _loaded[key]
 
 
-def load_base(checkpoint: str, name: str, device: str) -> tuple[Any, Any]:
+def load_base(checkpoint: str, name: str, device: str, score_head: bool = False) -> tuple[Any, Any]:
     """A checkpoint's model (float32 on CPU, its own dtype elsewhere) and tokenizer (with a pad
-    token), without moving the model; ModelFileError when it cannot be loaded.
+    token), without moving the model; ModelFileError when it cannot be loaded. With
+    ``score_head`` the model ends in one scalar score instead of the token logits (a reward
+    model; the head starts untrained).
 
     Example (with ``tmas[train]``)::
 
@@ -135,7 +137,11 @@ def load_base(checkpoint: str, name: str, device: str) -> tuple[Any, Any]:
     """
     try:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import (
+            AutoModelForCausalLM,
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+        )
         from transformers.utils import logging as transformers_logging
     except ImportError as exc:
         raise ModelFileError(f"{exc.name} is not installed: {INSTALL_HINT}") from exc
@@ -143,11 +149,18 @@ def load_base(checkpoint: str, name: str, device: str) -> tuple[Any, Any]:
     dtype = torch.float32 if device == "cpu" else "auto"
     try:
         tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
+        if score_head:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                checkpoint, dtype=dtype, num_labels=1
+            )
+        else:
+            model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=dtype)
     except OSError as exc:
         raise ModelFileError(f"cannot load model {name}: {first_line(exc)}") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if score_head:  # the score is read at the last token that is not padding
+        model.config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
 
 

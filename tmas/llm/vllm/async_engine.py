@@ -143,9 +143,7 @@ class VLLMEngine:
         )
         return list(self._tokenizer.encode(text, add_special_tokens=False))
 
-    def submit(
-        self, prompt_ids: list[int], sampling: dict[str, Any]
-    ) -> concurrent.futures.Future:
+    def submit(self, prompt_ids: list[int], sampling: dict[str, Any]) -> concurrent.futures.Future:
         """Send one request; the future resolves to its final ``RequestOutput``. Cancelling
         the future aborts the request in the engine."""
         self.start()

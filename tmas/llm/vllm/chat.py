@@ -153,4 +153,3 @@ class ChatVLLM(BaseChatModel):
         finally:
             future.cancel()
         return to_chat_result(output, self.model)
-

@@ -189,9 +189,7 @@ class StartIteration:
             # new input on a finished thread: a new run, nothing carried over
             return {**self._fresh(state, 1, []), **FRESH_RUN}
         iteration = state.get("iteration", 0) + 1
-        return self._fresh(
-            state, iteration, retire_rollouts(state, retired_chars(self.config))
-        )
+        return self._fresh(state, iteration, retire_rollouts(state, retired_chars(self.config)))
 
     def _fresh(
         self, state: RunState, iteration: int, previous: list[dict[str, Any]]

@@ -82,9 +82,7 @@ class PlannerEntry:
 PLANNERS: dict[str, PlannerEntry] = {}
 
 
-def register_planner(
-    name: str, *, modes: tuple[str, ...] = ()
-) -> Callable[[Planner], Planner]:
+def register_planner(name: str, *, modes: tuple[str, ...] = ()) -> Callable[[Planner], Planner]:
     """Register ``planner(request: PlanRequest, **options) -> PlanChoice`` as ``name``.
 
     Example:

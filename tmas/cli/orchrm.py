@@ -1,0 +1,138 @@
+"""``tmas orchrm pairs | train | score``: plan pairs from saved evaluations, a Bradley-Terry
+plan reward model trained on them, and a ranking of plans for a problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+
+from tmas.cli.common import DbOption, err, error_line, fail, out
+from tmas.cli.inputs import read_problem
+from tmas.config import ConfigError
+from tmas.llm.model_files import ModelFileError
+from tmas.orchrm.pairs import PairsError, build_pairs
+from tmas.orchrm.plans import PlanError
+from tmas.orchrm.reward_model import RewardModelError
+from tmas.training.data_files import replace_atomically
+
+orchrm_app = typer.Typer(
+    no_args_is_help=True, help="Plan reward modelling: choose the plan before running it."
+)
+
+
+@orchrm_app.command("pairs")
+def pairs(
+    folders: Annotated[list[Path], typer.Argument(help="evaluation folders, one per plan")],
+    out_path: Annotated[Path, typer.Option("--out", help="pairs.jsonl")],
+    cheaper: Annotated[
+        bool, typer.Option(help="also: of two right plans, the cheaper beats the costlier")
+    ] = False,
+    margin: Annotated[
+        float, typer.Option(min=0.0, max=0.99, help="how much cheaper (share of tokens)")
+    ] = 0.1,
+    db: DbOption = None,
+) -> None:
+    """Win/lose plan pairs (OrchRM's input, chosen, rejected, source) from saved evaluations
+    of several plans on the same problems and models."""
+    if out_path.suffix != ".jsonl":
+        fail(f"{out_path}: write pairs to a .jsonl file")
+    try:
+        rows, report = build_pairs(folders, cheaper, margin, db)
+    except PairsError as exc:
+        fail(str(exc))
+        return
+    if not rows:
+        fail(f"no pairs: no problem has a right and a wrong plan ({json.dumps(report)})", 1)
+    text = "".join(json.dumps(row) + "\n" for row in rows)
+    try:
+        replace_atomically(out_path, lambda temporary: temporary.write_text(text))
+    except OSError as exc:
+        fail(f"cannot write {out_path}: {exc.strerror or exc}")
+    err.print(f"{len(rows)} pairs -> {out_path}", markup=False)
+    out.print(json.dumps(report), markup=False)
+
+
+@orchrm_app.command("train")
+def train(
+    pairs_path: Annotated[Path, typer.Argument(help="pairs.jsonl from tmas orchrm pairs")],
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for the reward model")],
+    eval_pairs: Annotated[Path | None, typer.Option(help="held-out pairs file")] = None,
+    eval_fraction: Annotated[
+        float, typer.Option(min=0.0, max=0.9, help="share of problems held out")
+    ] = 0.2,
+    model: Annotated[str, typer.Option(help="base model: smollm2, qwen, a checkpoint")] = (
+        "smollm2"
+    ),
+    epochs: Annotated[int, typer.Option(min=1)] = 3,
+    batch_size: Annotated[int, typer.Option(min=1, help="pairs per step")] = 8,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = 2e-4,
+    lora_r: Annotated[int, typer.Option(min=1)] = 16,
+    lora_alpha: Annotated[int, typer.Option(min=1)] = 32,
+    max_length: Annotated[int, typer.Option(min=64, help="tokens of problem and plan")] = 1024,
+    seed: int = 0,
+    save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 10,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Train the plan reward model (Bradley-Terry loss, LoRA and a score head); rerun the same
+    command to resume after a stop."""
+    from tmas.orchrm.rm_settings import RewardModelSettings
+    from tmas.orchrm.rm_training import train_reward_model
+
+    try:
+        settings = RewardModelSettings(
+            pairs=str(pairs_path.resolve()),
+            eval_pairs=str(eval_pairs.resolve()) if eval_pairs else None,
+            eval_fraction=eval_fraction, model=model, epochs=epochs, batch_size=batch_size,
+            learning_rate=learning_rate, lora_r=lora_r, lora_alpha=lora_alpha,
+            max_length=max_length, seed=seed, save_every=save_every, device=device,
+        )  # fmt: skip
+        record = train_reward_model(settings, out_dir, progress=not quiet)
+    except (ValidationError, PairsError, ModelFileError, ValueError, OSError) as exc:
+        fail(error_line(exc))
+        return
+    accuracy = record["pairwise_accuracy"]
+    err.print(f"reward model: {record['adapter']} ({record['steps']} steps)", markup=False)
+    out.print(
+        json.dumps({"status": record["status"], "steps": record["steps"],
+                    "adapter": record["adapter"], "pairwise_accuracy": accuracy}),
+        markup=False,
+    )  # fmt: skip
+
+
+@orchrm_app.command("score")
+def score(
+    problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
+    reward_model: Annotated[Path, typer.Option(help="the reward model folder")],
+    plan_space: Annotated[Path, typer.Option(help="plan space YAML")],
+    allow_unseen_plans: Annotated[
+        bool, typer.Option(help="score plans the reward model was not trained on")
+    ] = False,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+) -> None:
+    """Rank every plan of a plan space for a problem by its reward-model score (nothing runs)."""
+    from tmas.orchrm.choice import PlanChooser
+    from tmas.orchrm.plan_space import load_plan_space
+
+    try:
+        text = read_problem(problem)
+        space = load_plan_space(plan_space)
+        chooser = PlanChooser(
+            str(reward_model), k=len(space.plans), space=space,
+            allow_unseen=allow_unseen_plans, device=device,
+        )  # fmt: skip
+        choice = chooser.choose(text)
+    except (ConfigError, PlanError, RewardModelError, ModelFileError) as exc:
+        fail(error_line(exc))
+        return
+    ranked = sorted(choice.candidates, key=lambda c: -(c.score or 0.0))
+    if as_json:
+        out.print(json.dumps([{"plan": c.name, "score": c.score} for c in ranked]), markup=False)
+        return
+    for rank, candidate in enumerate(ranked, start=1):
+        out.print(f"{rank}. {candidate.score:+.4f}  {candidate.name}", markup=False)

@@ -1,0 +1,174 @@
+"""What every training command shares: an output folder that only the same training may
+continue, checkpoints a rerun resumes from (those cut short by a kill are dropped), metrics
+appended as training logs them, and the finished LoRA adapter written whole."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from tmas.llm.hf.model_loading import ADAPTER_RECORD, model_shape
+from tmas.training.data_files import replace_atomically
+from tmas.training.metrics import append_metrics
+
+SETTINGS_FILE = "training.json"
+
+
+def same_training(
+    saved: dict[str, Any], settings: BaseModel, growable: tuple[str, ...] = ("steps",)
+) -> list[str]:
+    """The settings that differ from a saved training's (the ``growable`` ones, such as the
+    number of steps, may grow: more steps continue the same training).
+
+    Example:
+        >>> from pydantic import BaseModel
+        >>> class Settings(BaseModel):
+        ...     data: str
+        ...     steps: int = 5
+        >>> same_training({"data": "/a.jsonl", "steps": 3}, Settings(data="/b.jsonl"))
+        ['data']
+    """
+    current = settings.model_dump()
+    known = saved.get("settings", saved)
+    return [
+        key
+        for key, value in current.items()
+        if key not in growable and key in known and known[key] != value
+    ]
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as JSON through a temporary file renamed into place.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "t.json"
+        >>> write_json(out, {"a": 1}); json.loads(out.read_text())
+        {'a': 1}
+    """
+    replace_atomically(path, lambda temporary: temporary.write_text(json.dumps(data, indent=2)))
+
+
+def prepare_output(
+    out_dir: Path, settings: BaseModel, growable: tuple[str, ...] = ("steps",)
+) -> dict[str, Any]:
+    """Create ``out_dir`` (ValueError when it cannot be written) and return the saved record
+    of an earlier training there (ValueError when its settings differ); {} when new.
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp()) / "run"
+        >>> from pydantic import BaseModel
+        >>> class Settings(BaseModel):
+        ...     data: str
+        >>> prepare_output(out, Settings(data="/d.jsonl"))
+        {}
+    """
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"cannot write to {out_dir}: {exc.strerror or exc}") from None
+    path = out_dir / SETTINGS_FILE
+    if not path.is_file():
+        return {}
+    saved = json.loads(path.read_text())
+    differing = same_training(saved, settings, growable)
+    if differing:
+        raise ValueError(
+            f"{out_dir} holds a training with other settings ({', '.join(differing)}); "
+            "use another --out"
+        )
+    return saved
+
+
+def metrics_callback(path: Path):
+    """A TrainerCallback that appends each log to ``path`` (see :mod:`tmas.training.metrics`)."""
+    from transformers import TrainerCallback
+
+    class MetricsCallback(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):  # noqa: ANN001
+            if logs and state.is_world_process_zero:
+                append_metrics(path, state.global_step, logs)
+
+    return MetricsCallback()
+
+
+def checkpoint_step(path: str | Path) -> int:
+    """The step of a TRL checkpoint folder (``checkpoint-N``).
+
+    Example:
+        >>> checkpoint_step("/out/checkpoints/checkpoint-12")
+        12
+    """
+    return int(Path(path).name.rsplit("-", 1)[1])
+
+
+def whole_state(path: Path) -> bool:
+    """Whether a checkpoint's trainer state exists and parses (a kill can cut it short).
+
+    Example:
+        >>> whole_state(Path("/no/such/trainer_state.json"))
+        False
+    """
+    try:
+        return isinstance(json.loads(path.read_text()), dict)
+    except (OSError, ValueError):
+        return False
+
+
+def last_complete_checkpoint(folder: Path) -> str | None:
+    """The newest checkpoint that was written whole (its ``trainer_state.json``, written last,
+    is there). Checkpoints cut short by a kill are removed, so that none is resumed from.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> for step in (1, 2):
+        ...     (folder / f"checkpoint-{step}").mkdir()
+        >>> (folder / "checkpoint-1" / "trainer_state.json").write_text("{}")
+        2
+        >>> Path(last_complete_checkpoint(folder)).name, (folder / "checkpoint-2").exists()
+        ('checkpoint-1', False)
+    """
+    if not folder.is_dir():
+        return None
+    found = [p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name[11:].isdigit()]
+    for path in sorted(found, key=checkpoint_step, reverse=True):
+        if whole_state(path / "trainer_state.json"):
+            return str(path)
+        shutil.rmtree(path, ignore_errors=True)
+    return None
+
+
+def save_adapter(
+    model: Any,
+    tokenizer: Any,
+    base_model: str,
+    out_dir: Path,
+    records: dict[str, dict[str, Any]] | None = None,
+) -> Path:
+    """Write the LoRA adapter, its record (the base it was trained on) and any other
+    ``records`` (file name to JSON data) to ``out_dir / adapter`` through a temporary folder
+    renamed into place."""
+    target = out_dir / "adapter"
+    work = Path(tempfile.mkdtemp(prefix=".adapter.", dir=out_dir))
+    try:
+        model.save_pretrained(work)
+        tokenizer.save_pretrained(work)
+        record = {"base_model": base_model, "base_shape": model_shape(model.config)}
+        for name, data in {ADAPTER_RECORD: record, **(records or {})}.items():
+            write_json(work / name, data)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(work, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
