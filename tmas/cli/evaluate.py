@@ -7,6 +7,16 @@ from typing import Annotated, Any
 
 import typer
 
+from tmas.cli.auto_plan import (
+    AUTO,
+    AllowUnseenOption,
+    OrchestratorOption,
+    PlansOption,
+    PlanSpaceOption,
+    RewardModelOption,
+    check_auto_options,
+    make_chooser,
+)
 from tmas.cli.common import (
     AdapterOption,
     BackendOption,
@@ -41,8 +51,16 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import engine_args, run_options, setup_run
+from tmas.cli.inputs import (
+    build_backend,
+    engine_args,
+    load_topology,
+    role_settings,
+    run_options,
+    setup_run,
+)
 from tmas.cli.outcome import DEGRADED_EXIT
+from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
 from tmas.eval.results import role_counts, summary_table
@@ -81,6 +99,11 @@ def evaluate(
     limit: Annotated[int | None, typer.Option(min=1, help="first K problems only")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
     graph: GraphOption = "tmas",
+    plans: PlansOption = 4,
+    plan_space: PlanSpaceOption = None,
+    reward_model: RewardModelOption = None,
+    orchestrator: OrchestratorOption = False,
+    allow_unseen_plans: AllowUnseenOption = False,
     plugin: PluginOption = [],  # noqa: B006
     prompts: PromptsOption = [],  # noqa: B006
     n: CandidatesOption = None,
@@ -122,33 +145,32 @@ def evaluate(
     """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
     try:
         problems = load_problems(data, limit)
-        topology, config, spec = setup_run(
-            graph,
-            plugin,
-            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
-            set_values,
-            role_model,
-            role_base_url,
-            dict(
-                kind=backend,
-                model=model,
-                base_url=base_url,
-                n_ctx=n_ctx,
-                n_threads=threads,
-                engine=engine,
-                max_sequences=max_sequences,
-                adapter=adapter,
-                device=device,
-                engine_args=engine_args(
-                    engine_arg,
-                    gpu_memory_utilization,
-                    tensor_parallel_size,
-                    pipeline_parallel_size,
-                    dtype,
-                ),
+        given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
+        backend_values = dict(
+            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+            engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
+            engine_args=engine_args(
+                engine_arg, gpu_memory_utilization, tensor_parallel_size,
+                pipeline_parallel_size, dtype,
             ),
-            prompts,
-        )
+        )  # fmt: skip
+        extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
+        check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
+        chooser = None
+        if graph == AUTO:
+            spec = build_backend(**backend_values)
+            chooser = make_chooser(
+                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, spec, seed or 0
+            )  # type: ignore[arg-type]
+            roles = role_settings(role_model, role_base_url)
+            config = TMASConfig(seed=seed or 0, **({"roles": roles} if roles else {}))
+            topology = chooser.space.plans[0].spec if chooser.space else load_topology("tmas", [])
+            plugin = list(chooser.space.plugins) if chooser.space else []
+        else:
+            topology, config, spec = setup_run(
+                graph, plugin, given, set_values, role_model, role_base_url, backend_values,
+                prompts,
+            )  # fmt: skip
         router = None if ray else checked_router(spec, config)  # Ray workers build their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
         fail(error_line(exc))
@@ -168,6 +190,7 @@ def evaluate(
         max_concurrency=max_concurrency,
         ray_address=ray,
         on_row=progress,
+        chooser=chooser,
     )
     try:
         summary = evaluation.run()
@@ -177,7 +200,8 @@ def evaluate(
     except EvaluationStopped as exc:  # a key, a model name or a context size to fix
         fail(str(exc), 1)
         return
-    out.print(summary_table(summary, f"{topology.name} on {data} ({spec.describe()})"))
+    title = "auto (plan reward model)" if chooser is not None else topology.name
+    out.print(summary_table(summary, f"{title} on {data} ({spec.describe()})"))
     out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
     if summary["failed"]:
         fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)

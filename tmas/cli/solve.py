@@ -7,6 +7,18 @@ from typing import Annotated
 
 import typer
 
+from tmas.cli.auto_plan import (
+    AUTO,
+    AllowUnseenOption,
+    OrchestratorOption,
+    PlansOption,
+    PlanSpaceOption,
+    RewardModelOption,
+    auto_config,
+    check_auto_options,
+    describe_choice,
+    make_chooser,
+)
 from tmas.cli.common import (
     AdapterOption,
     BackendOption,
@@ -44,9 +56,11 @@ from tmas.cli.common import (
 )
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
+    build_backend,
     engine_args,
     read_documents,
     read_problem,
+    role_settings,
     run_options,
     setup_run,
 )
@@ -59,6 +73,11 @@ def solve(
     problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
     gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
     graph: GraphOption = "tmas",
+    plans: PlansOption = 4,
+    plan_space: PlanSpaceOption = None,
+    reward_model: RewardModelOption = None,
+    orchestrator: OrchestratorOption = False,
+    allow_unseen_plans: AllowUnseenOption = False,
     plugin: PluginOption = [],  # noqa: B006
     prompts: PromptsOption = [],  # noqa: B006
     doc: Annotated[
@@ -100,33 +119,36 @@ def solve(
     try:
         text = read_problem(problem)
         documents = read_documents(doc)
-        topology, config, spec = setup_run(
-            graph,
-            plugin,
-            run_options(n, m, iterations, epsilon, seed, max_tokens, temperature),
-            set_values,
-            role_model,
-            role_base_url,
-            dict(
-                kind=backend,
-                model=model,
-                base_url=base_url,
-                n_ctx=n_ctx,
-                n_threads=threads,
-                engine=engine,
-                max_sequences=max_sequences,
-                adapter=adapter,
-                device=device,
-                engine_args=engine_args(
-                    engine_arg,
-                    gpu_memory_utilization,
-                    tensor_parallel_size,
-                    pipeline_parallel_size,
-                    dtype,
-                ),
+        given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
+        backend_values = dict(
+            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+            engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
+            engine_args=engine_args(
+                engine_arg, gpu_memory_utilization, tensor_parallel_size,
+                pipeline_parallel_size, dtype,
             ),
-            prompts,
-        )
+        )  # fmt: skip
+        extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
+        check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
+        plan_choice = None
+        if graph == AUTO:
+            spec = build_backend(**backend_values)
+            chooser = make_chooser(
+                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, spec, seed or 0
+            )  # type: ignore[arg-type]
+            choice = chooser.choose(text)
+            plan_choice = choice.record()
+            err.print(f"plans scored before running:\n{describe_choice(plan_choice)}", markup=False)
+            topology = choice.chosen.spec
+            plugin = list(chooser.space.plugins) if chooser.space else []
+            config = auto_config(
+                choice.chosen.config, seed, role_settings(role_model, role_base_url)
+            )
+        else:
+            topology, config, spec = setup_run(
+                graph, plugin, given, set_values, role_model, role_base_url, backend_values,
+                prompts,
+            )  # fmt: skip
         router = checked_router(spec, config)
     except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
         fail(error_line(exc))
@@ -146,6 +168,7 @@ def solve(
                 spec=topology,
                 plugins=plugin,
                 documents=documents,
+                plan_choice=plan_choice,
                 show_progress=not quiet,
                 max_concurrency=max_concurrency,
                 **live_options(stream, review),

@@ -30,7 +30,7 @@ from tmas.eval.results import ANSWERED, summarize
 from tmas.graphs.compiler import compile_spec
 from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
-from tmas.graphs.spec import GraphSpec
+from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.storage import is_database_url, open_storage
@@ -65,6 +65,9 @@ class Evaluation:
     max_concurrency: int = 16
     ray_address: str | None = None
     on_row: Callable[[dict[str, Any]], None] | None = None
+    chooser: Any = None
+    """A :class:`tmas.orchrm.choice.PlanChooser` (``--graph auto``): each problem runs the plan
+    it chooses; ``spec`` is then only the first plan of its space (plugins, compile check)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -86,22 +89,47 @@ class Evaluation:
                 continue  # a line cut short by a kill: the run itself is in the database
         return rows
 
+    def _plan_for(self, problem: Problem, run_id: str, storage: Any) -> dict[str, Any]:
+        """The spec, config and plan choice of one problem's run under ``--graph auto``: the
+        saved ones when the run exists (a rerun never chooses again), else the chooser's."""
+        if storage.registry.exists(run_id):
+            record = storage.registry.get(run_id)
+            topology = record.topology or {}
+            return {
+                "spec": parse_spec(topology["spec"]),
+                "config": TMASConfig(**record.config),
+                "plan_choice": topology.get("plan_choice"),
+            }
+        choice = self.chooser.choose(problem.problem)
+        config = choice.chosen.config.model_copy(update={"seed": self.config.seed})
+        return {"spec": choice.chosen.spec, "config": config, "plan_choice": choice.record()}
+
     def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
         db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
-        return [
-            ProblemJob(
-                problem=problem,
-                run_id=eval_run_id(self.out_dir, problem.id),
-                spec=self.spec,
-                config=self.config,
-                backend=self.backend,
-                db=str(db),
-                plugins=tuple(self.plugins),
-                max_concurrency=self.max_concurrency,
-                previous_wall_s=(previous.get(problem.id) or {}).get("wall_s"),
-            )
-            for problem in self.problems
-        ]
+        storage = open_storage(self.db) if self.chooser is not None else None
+        jobs = []
+        try:
+            for problem in self.problems:
+                run_id = eval_run_id(self.out_dir, problem.id)
+                plan = {"spec": self.spec, "config": self.config, "plan_choice": None}
+                if storage is not None:
+                    plan = self._plan_for(problem, run_id, storage)
+                jobs.append(
+                    ProblemJob(
+                        problem=problem,
+                        run_id=run_id,
+                        backend=self.backend,
+                        db=str(db),
+                        plugins=tuple(self.plugins),
+                        max_concurrency=self.max_concurrency,
+                        previous_wall_s=(previous.get(problem.id) or {}).get("wall_s"),
+                        **plan,
+                    )
+                )
+        finally:
+            if storage is not None:
+                storage.close()
+        return jobs
 
     def _rows(self, jobs: list[ProblemJob], stop: threading.Event) -> Iterator[dict[str, Any]]:
         """Each job's results row as it finishes; once ``stop`` is set no job starts."""
@@ -149,11 +177,25 @@ class Evaluation:
         """Build the topology once with this evaluation's settings, so an unknown node
         parameter, planner or selection rule is refused before anything is saved."""
         router = self.router or make_router(self.backend, self.config)
-        compile_spec(self.spec, self.config, router)
+        space = getattr(self.chooser, "space", None)
+        for plan in space.plans if space is not None else ():
+            compile_spec(plan.spec, plan.config, router)
+        if self.chooser is None:
+            compile_spec(self.spec, self.config, router)
 
     def identity(self) -> dict[str, Any]:
-        """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`)."""
-        return evaluation_identity(self.spec, self.config, self.backend, self.plugins)
+        """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`);
+        under ``--graph auto`` the plans, the reward model and K stand for the one spec."""
+        identity = evaluation_identity(self.spec, self.config, self.backend, self.plugins)
+        if self.chooser is None:
+            return identity
+        kept = ("backend", "models", "plugins", "about")
+        return {
+            **{key: identity[key] for key in kept},
+            "graph": "auto",
+            "config": {"seed": self.config.seed},
+            "auto": self.chooser.identity(),
+        }
 
     def _append(self, row: dict[str, Any]) -> None:
         with self._lock, (self.out_dir / RESULTS).open("a", encoding="utf-8") as handle:
@@ -203,7 +245,7 @@ class Evaluation:
         tmp.write_text("".join(json.dumps(r) + "\n" for r in ordered), encoding="utf-8")
         tmp.replace(self.out_dir / RESULTS)
         summary = {
-            "graph": self.spec.name,
+            "graph": "auto" if self.chooser is not None else self.spec.name,
             "config": self.config.model_dump(mode="json"),
             "backend": self.backend.describe(),
             **summarize(ordered),

@@ -48,6 +48,7 @@ class ProblemJob:
     plugins: tuple[str, ...] = ()
     max_concurrency: int = 16
     previous_wall_s: float | None = None
+    plan_choice: dict[str, Any] | None = None
 
 
 _ROUTERS: dict[str, ModelRouter] = {}
@@ -81,6 +82,24 @@ def settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
     )
 
 
+def with_plan(row: dict[str, Any], job: ProblemJob) -> dict[str, Any]:
+    """A results row with the plan the reward model chose and every candidate's score (runs
+    of ``--graph auto``); as it is otherwise.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> job = SimpleNamespace(plan_choice={"chosen": "mv", "candidates": [
+        ...     {"name": "mv", "score": 1.5}, {"name": "bad", "score": None}]})
+        >>> with_plan({"id": "p"}, job)
+        {'id': 'p', 'plan': 'mv', 'plan_scores': {'mv': 1.5}}
+    """
+    choice = getattr(job, "plan_choice", None)
+    if choice is None:
+        return row
+    scores = {c["name"]: c["score"] for c in choice["candidates"] if c["score"] is not None}
+    return {**row, "plan": choice["chosen"], "plan_scores": scores}
+
+
 def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[str, Any]:
     """Start, resume or report the run of ``job`` and return its results row (never raises:
     a failure is reported in the row's ``error``; ``fatal`` when no other problem can succeed
@@ -98,7 +117,7 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
         if manager.registry.exists(run_id):  # its settings were checked by the evaluation
             state = saved_state(storage, run_id)
             if state.get("stop_reason"):  # finished in an earlier invocation
-                return result_row(problem, run_id, name, state, job.previous_wall_s)
+                return with_plan(result_row(problem, run_id, name, state, job.previous_wall_s), job)
             outcome = manager.resume(
                 run_id, show_progress=False, max_concurrency=job.max_concurrency
             )
@@ -113,6 +132,7 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
                 plugins=list(job.plugins),
                 show_progress=False,
                 max_concurrency=job.max_concurrency,
+                plan_choice=job.plan_choice,
             )
         state = outcome.state
     except Exception as exc:  # noqa: BLE001 - one failed problem must not stop the rest
@@ -122,4 +142,4 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     finally:
         storage.close()
     wall = time.monotonic() - started + (job.previous_wall_s or 0.0)
-    return result_row(problem, run_id, name, state, wall, error, fatal=fatal)
+    return with_plan(result_row(problem, run_id, name, state, wall, error, fatal=fatal), job)

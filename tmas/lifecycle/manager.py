@@ -154,19 +154,24 @@ class RunManager:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
+        plan_choice: dict[str, Any] | None = None,
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad).
         Its config is the topology's ``config:`` block under the fields ``config`` sets
         (:func:`tmas.graphs.settings.topology_config`).
 
         ``on_event`` receives the agents' live events (:mod:`tmas.lifecycle.events`);
-        ``review`` pauses the run after each iteration (see ``Reviewer``)."""
+        ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
+        (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
+        that chose it."""
         spec = spec or load_bundled("tmas")
         config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
         saved_plugins = run_plugins(spec, plugins or [])  # files by absolute path
         topology = {"spec": spec.model_dump(by_alias=True), "plugins": saved_plugins}
+        if plan_choice is not None:
+            topology["plan_choice"] = plan_choice
         graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
         self.registry.create(
             run_id,

@@ -1,0 +1,131 @@
+"""``--graph auto``: the options that choose a plan with the plan reward model, shared by
+``tmas solve`` and ``tmas eval``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tmas.config import ConfigError, TMASConfig
+from tmas.llm.backend import BackendSpec
+
+AUTO = "auto"
+
+PlansOption = Annotated[
+    int, typer.Option("--plans", min=1, help="--graph auto: candidate plans scored per problem")
+]
+PlanSpaceOption = Annotated[
+    Path | None, typer.Option(help="--graph auto: the plan space YAML the plans come from")
+]
+RewardModelOption = Annotated[
+    Path | None, typer.Option(help="--graph auto: the plan reward model (tmas orchrm train)")
+]
+OrchestratorOption = Annotated[
+    bool, typer.Option(help="--graph auto: the run's model writes the candidate plans")
+]
+AllowUnseenOption = Annotated[
+    bool, typer.Option(help="--graph auto: score plans the reward model was not trained on")
+]
+
+
+def check_auto_options(
+    graph: str,
+    given: dict[str, Any],
+    extras: dict[str, Any],
+    plan_space: Path | None,
+    reward_model: Path | None,
+    orchestrator: bool,
+) -> None:
+    """Refuse auto options without ``--graph auto``, and, with it, options that would change the
+    chosen plan's settings after it was scored (only ``--seed`` may be given).
+
+    Example:
+        >>> check_auto_options("auto", {"n_candidates": 4}, {}, Path("p.yaml"), Path("rm"), False)
+        Traceback (most recent call last):
+        ...
+        tmas.config.ConfigError: --graph auto runs the chosen plan with its own settings; ...
+    """
+    if graph != AUTO:
+        if plan_space or reward_model or orchestrator:
+            raise ConfigError("--plan-space, --reward-model and --orchestrator need --graph auto")
+        return
+    changed = [k for k, v in given.items() if v is not None and k != "seed"]
+    changed += [k for k, v in extras.items() if v]
+    if changed:
+        raise ConfigError(
+            "--graph auto runs the chosen plan with its own settings; put "
+            f"{', '.join(changed)} in the plan space instead"
+        )
+    if reward_model is None:
+        raise ConfigError("--graph auto needs --reward-model DIR (train one: tmas orchrm train)")
+    if (plan_space is None) == (not orchestrator):
+        raise ConfigError("--graph auto takes its plans from --plan-space FILE or --orchestrator")
+
+
+def make_chooser(
+    plan_space: Path | None,
+    reward_model: Path,
+    plans: int,
+    orchestrator: bool,
+    allow_unseen: bool,
+    backend: BackendSpec,
+    seed: int,
+    device: str | None = None,
+):
+    """The plan chooser the options describe (PlanError/RewardModelError when they cannot
+    work): candidates from the plan space, or written by the run's own model."""
+    from tmas.llm.backend import make_main_model
+    from tmas.nodes.prompts import PromptSet
+    from tmas.orchrm.choice import PlanChooser
+    from tmas.orchrm.orchestrator import Orchestrator
+    from tmas.orchrm.plan_space import load_plan_space
+
+    space = load_plan_space(plan_space) if plan_space is not None else None
+    writer = None
+    if orchestrator:
+        from tmas.graphs.bundled import bundled_names
+
+        model = make_main_model(backend, TMASConfig(temperature=0.7, seed=seed))
+        topologies = [name for name in bundled_names() if name != "delm"]  # delm needs documents
+        writer = Orchestrator(model, topologies, PromptSet())
+    return PlanChooser(
+        str(reward_model), k=plans, space=space, orchestrator=writer,
+        allow_unseen=allow_unseen or orchestrator, seed=seed, device=device,
+    )  # fmt: skip
+
+
+def auto_config(config: TMASConfig, seed: int | None, roles: dict[str, Any]) -> TMASConfig:
+    """The chosen plan's config with the run's seed and per-role models.
+
+    Example:
+        >>> auto_config(TMASConfig(n_candidates=2), 7, {}).seed
+        7
+    """
+    update: dict[str, Any] = {"seed": seed or 0}
+    if roles:
+        update["roles"] = roles
+    return TMASConfig(**{**config.model_dump(), **update})
+
+
+def describe_choice(record: dict[str, Any]) -> str:
+    """One line per candidate: the chosen one marked, each score, rejected ones with reasons.
+
+    Example:
+        >>> print(describe_choice({"chosen": "a", "candidates": [
+        ...     {"name": "a", "score": 1.0, "rejected": None},
+        ...     {"name": "b", "score": None, "rejected": "not YAML"}]}))
+        * a  +1.0000
+          b  rejected: not YAML
+    """
+    lines = []
+    for candidate in record["candidates"]:
+        mark = "*" if candidate["name"] == record["chosen"] else " "
+        shown = (
+            f"rejected: {candidate['rejected']}"
+            if candidate["score"] is None
+            else f"{candidate['score']:+.4f}"
+        )
+        lines.append(f"{mark} {candidate['name']}  {shown}")
+    return "\n".join(lines)
