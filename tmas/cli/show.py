@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from tmas.cli.auto_plan import describe_choice
 from tmas.cli.common import (
     DbOption,
     JsonOption,
@@ -42,8 +43,14 @@ def show(
         out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
     spec = (record.topology or {}).get("spec") or {}
     customised = {"roles": spec.get("roles") or {}, "prompts": spec.get("prompts") or {}}
+    plan_choice = (record.topology or {}).get("plan_choice")
+    if plan_choice:
+        customised["plan_choice"] = plan_choice
     if not as_json:
         out.print(f"topology: {record.graph}   status: {status}", markup=False)
         for line in customisation_lines(customised, full_prompts=prompts):
             out.print(plain(line, 100_000), markup=False, highlight=False)
+        if plan_choice:
+            out.print("plans scored before the run (--graph auto):", markup=False)
+            out.print(describe_choice(plan_choice), markup=False, highlight=False)
     finish(RunOutcome(run_id, state), as_json, verdict=False, extra=customised)

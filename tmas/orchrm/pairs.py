@@ -44,7 +44,7 @@ class Outcome:
 
 @dataclass
 class Artifact:
-    """One saved evaluation: its folder, identity, plan and finished rows."""
+    """One saved evaluation: its folder, identity, plan (named after the folder) and rows."""
 
     folder: Path
     identity: dict[str, Any]
@@ -83,7 +83,7 @@ def read_artifact(folder: Path) -> Artifact:
     if identity.get("stopped"):
         raise PairsError(f"{folder}: the evaluation stopped ({identity['stopped']}); finish it")
     try:
-        plan = plan_from_identity(identity, str(folder))
+        plan = plan_from_identity(identity, str(folder), name=folder.resolve().name)
     except PlanError as exc:
         raise PairsError(str(exc)) from None
     rows = _read_json_lines(results_path) if results_path.is_file() else []

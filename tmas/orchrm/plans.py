@@ -163,8 +163,11 @@ def make_plan(name: str, spec: GraphSpec, settings: dict[str, Any] | TMASConfig 
     return Plan(name=name, spec=spec, config=config, text=plan_text(spec, config))
 
 
-def plan_from_identity(identity: dict[str, Any], source: str = "evaluation") -> Plan:
-    """The plan an evaluation ran, from its saved identity (``identity.json``).
+def plan_from_identity(
+    identity: dict[str, Any], source: str = "evaluation", name: str | None = None
+) -> Plan:
+    """The plan an evaluation ran, from its saved identity (``identity.json``), called
+    ``name`` (default: its topology's name).
 
     Example:
         >>> from tmas.eval.identity import evaluation_identity
@@ -182,5 +185,5 @@ def plan_from_identity(identity: dict[str, Any], source: str = "evaluation") -> 
         config = TMASConfig(**identity["config"])
     except ValueError as exc:
         raise PlanError(f"{source}: its saved plan cannot be read ({exc})") from None
-    name = str(identity.get("graph") or spec.name)
+    name = name or str(identity.get("graph") or spec.name)
     return Plan(name=name, spec=spec, config=config, text=plan_text(spec, config))

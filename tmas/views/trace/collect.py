@@ -68,6 +68,7 @@ class RunTrace:
     selection: str = DEFAULT_SELECTION
     stop_reason: str | None = None
     iterations: list[IterationTrace] = field(default_factory=list)
+    plan_choice: dict[str, Any] | None = None
 
 
 def agreement(answers: list[str | None], voted: str | None) -> float | None:
@@ -207,4 +208,5 @@ def collect_trace(storage: Storage, run_id: str) -> RunTrace:
         selection=selection_of(state, record.config),
         stop_reason=state.get("stop_reason"),
         iterations=collect_iterations(storage.checkpointer, run_id),
+        plan_choice=(record.topology or {}).get("plan_choice"),
     )

@@ -184,7 +184,44 @@ def _header(trace: RunTrace) -> str:
         f'<header><h2>Run <code>{esc(trace.run_id)}</code></h2><dl class="meta">'
         + "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
         + f"</dl><details><summary>full config</summary><table>{table}</table></details>"
-        "</header>"
+        + plan_choice_table(trace.plan_choice)
+        + "</header>"
+    )
+
+
+def plan_choice_table(choice: dict[str, Any] | None) -> str:
+    """The candidate plans a reward model scored before the run (``--graph auto``), best
+    first, the chosen one marked, each plan's text behind a disclosure; empty without.
+
+    Example:
+        >>> html = plan_choice_table({"chosen": "a", "reward_model": "/rm", "candidates": [
+        ...     {"name": "a", "score": 1.25, "text": "topology: a", "rejected": None},
+        ...     {"name": "<b>", "score": None, "text": "?", "rejected": "not YAML"}]})
+        >>> "chosen" in html and "+1.2500" in html and "&lt;b&gt;" in html
+        True
+    """
+    if not choice:
+        return ""
+    ranked = sorted(choice["candidates"], key=lambda c: -(c["score"] if c["score"] is not None
+                                                         else float("-inf")))  # fmt: skip
+    rows = []
+    for candidate in ranked:
+        chosen = "chosen" if candidate["name"] == choice["chosen"] else ""
+        score = (
+            f"{candidate['score']:+.4f}"
+            if candidate["score"] is not None
+            else f"rejected: {candidate['rejected']}"
+        )
+        rows.append(
+            f"<tr><td>{esc(chosen)}</td><td>{esc(candidate['name'])}</td><td>{esc(score)}</td>"
+            f"<td><details><summary>plan</summary><pre>{esc(candidate['text'])}</pre>"
+            "</details></td></tr>"
+        )
+    return (
+        f'<details class="plans" open><summary>plans scored before the run (reward model '
+        f"<code>{esc(choice.get('reward_model'))}</code>)</summary><table>"
+        + "".join(rows)
+        + "</table></details>"
     )
 
 
