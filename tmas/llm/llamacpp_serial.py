@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tmas.llm.engine.cpu_build import REBUILD_HINT, system_info, uses_amx
 from tmas.llm.engine.request import Outcome, Sampling
 from tmas.llm.errors import ContextOverflowError
 from tmas.llm.prefix_gate import PrefixAffinityLock
@@ -29,6 +30,19 @@ def _import_llama() -> Any:
             "the serial llama.cpp path needs llama-cpp-python: pip install llama-cpp-python"
         ) from exc
     return Llama
+
+
+def refuse_amx_build() -> None:
+    """Refuse a llama.cpp build that multiplies with AMX: ``Llama`` loads weights with the
+    extra buffer types that crash there (:mod:`tmas.llm.engine.cpu_build`), and has no
+    option to leave them out; the batching engine does."""
+    import llama_cpp
+
+    if uses_amx(system_info(llama_cpp)):
+        raise RuntimeError(
+            "this llama.cpp build uses AMX, whose matrix multiply crashes "
+            "(ggml-org/llama.cpp#20824): use the batching engine (the default), or " + REBUILD_HINT
+        )
 
 
 @contextmanager
@@ -80,6 +94,7 @@ class SerialLlama:
         """Create the ``Llama`` object; the caller holds the gate."""
         if self._llama is None:
             llama_cls = _import_llama()
+            refuse_amx_build()
             kwargs: dict[str, Any] = {
                 "model_path": self.model_path,
                 "n_ctx": self.n_ctx,

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from tmas.llm.engine.binding import LlamaBinding, load_binding
 from tmas.llm.engine.chat_template import ChatRenderer
+from tmas.llm.engine.cpu_build import extra_buffers_for, system_info
 
 _FLASH_ATTN = {"auto": -1, "off": 0, "on": 1}
 
@@ -37,6 +38,9 @@ class EngineSettings:
     kv_unified: bool = False
     kv_cells: int | None = None
     prefix_cache: bool = True
+    extra_buffers: bool | None = None
+    """llama.cpp's extra buffer types (weight repacking); None: on unless the build uses AMX
+    (:mod:`tmas.llm.engine.cpu_build`)."""
 
     def __post_init__(self) -> None:
         if self.kv_cells is not None and self.kv_cells < self.n_ctx:
@@ -81,9 +85,9 @@ class LoadedModel:
         self.settings = settings
         self.binding: LlamaBinding = load_binding()
         lib = self.lib = self.binding.lib
-        self.model = lib.llama_model_load_from_file(
-            str(path).encode(), lib.llama_model_default_params()
-        )
+        model_params = lib.llama_model_default_params()
+        model_params.use_extra_bufts = extra_buffers_for(system_info(lib), settings.extra_buffers)
+        self.model = lib.llama_model_load_from_file(str(path).encode(), model_params)
         if not self.model:
             raise ValueError(f"llama.cpp could not load {path} (not a GGUF model?)")
         self.vocab = lib.llama_model_get_vocab(self.model)
