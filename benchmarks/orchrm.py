@@ -4,7 +4,8 @@ plan and the oracle, in accuracy and tokens, side by side.
 The script runs, as a user would:
 
 1. ``tmas eval`` of each plan of a small plan space (cheap plans: one sample, a majority vote
-   of three, PaCoRe 2 -> 1) on the first ``--problems`` problems of
+   of three, PaCoRe 2 -> 1, self-refine over two rounds, TMAS with 2 candidates, 1 check and
+   2 iterations) on the first ``--problems`` problems of
    ``../shared/data/gsm8k_test_dev.jsonl`` with the embedded Qwen model;
 2. ``tmas orchrm pairs`` over the evaluations of the first half of the problems (train);
 3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head);
@@ -12,7 +13,7 @@ The script runs, as a user would:
    anything runs (the scorer ``--graph auto`` uses); the chosen plan's saved run on that
    problem gives its correctness and tokens.
 
-    python benchmarks/orchrm.py [--problems 16] [--out DIR] [--model qwen]
+    python benchmarks/orchrm.py [--problems 20] [--out DIR] [--model qwen]
 """
 
 from __future__ import annotations
@@ -36,6 +37,16 @@ PLAN_SPACE = {
         {"name": "single", "graph": "majority_vote", "settings": {"n_candidates": 1}},
         {"name": "vote3", "graph": "majority_vote", "settings": {"n_candidates": 3}},
         {"name": "pacore", "graph": "pacore", "settings": {"round_widths": [2, 1]}},
+        {
+            "name": "refine",
+            "graph": "self_refine",
+            "settings": {"n_candidates": 1, "max_iterations": 2},
+        },
+        {
+            "name": "tmas",
+            "graph": "tmas",
+            "settings": {"n_candidates": 2, "n_verifications": 1, "max_iterations": 2},
+        },
     ],
 }
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
@@ -70,7 +81,7 @@ def rows_by_problem(folder: Path) -> dict[str, dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", type=int, default=12)
+    parser.add_argument("--problems", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("orchrm-benchmark"))
     parser.add_argument("--model", default="qwen")
     parser.add_argument("--max-tokens", type=int, default=320)

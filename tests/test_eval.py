@@ -22,6 +22,7 @@ from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 ROW_KEYS = {
     "id",
+    "problem",
     "run_id",
     "graph",
     "gold",

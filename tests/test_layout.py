@@ -11,8 +11,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "tmas"
 README = PACKAGE.parent / "README.md"
 LAYERS = {
-    "answers", "cli", "eval", "graphs", "lifecycle", "llm", "memory", "nodes", "storage",
-    "testing", "training", "views",
+    "answers", "cli", "eval", "graphs", "lifecycle", "llm", "memory", "nodes", "orchrm",
+    "storage", "testing", "training", "views",
 }
 
 

@@ -42,7 +42,9 @@ ReviewOption = Annotated[
 ]
 
 # Options shared by the commands that run topologies (solve, eval).
-GraphOption = Annotated[str, typer.Option(help="bundled topology name or spec file")]
+GraphOption = Annotated[
+    str, typer.Option(help="bundled topology name, spec file, or auto (a plan reward model picks)")
+]
 PluginOption = Annotated[
     list[str],
     typer.Option(help="a module name or a .py file that registers node types, roles, prompts"),
