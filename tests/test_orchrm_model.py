@@ -72,7 +72,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert made.exit_code == 0, made.output
     assert json.loads(made.stdout)["pairs"] == {"correct-over-incorrect": 40}
     result = runner.invoke(app, ["orchrm", "train", str(root / "pairs.jsonl"), "--out",
-                                 str(root / "rm"), "--epochs", "1", "--learning-rate", "3e-4",
+                                 str(root / "rm"), "--epochs", "2",
                                  "--eval-fraction", "0.25", "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
     return root

@@ -61,13 +61,15 @@ def test_ten_random_kills_lose_nothing(tmp_path: Path) -> None:
         while True:
             attempts += 1
             assert attempts <= KILLS + 2, "the run never finished"
-            armed.set()
             proc = subprocess.Popen(
                 command(server, db, attempts == 1),
                 env=env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
             )
+            # Armed only once ``proc`` is the new process: a late answer to a call of the
+            # killed one would otherwise aim the next kill at the dead process.
+            armed.set()
             _, stderr = proc.communicate(timeout=120)
             if proc.returncode == -signal.SIGKILL:
                 killed += 1

@@ -17,6 +17,7 @@ from tmas.llm.model_files import ModelFileError
 from tmas.orchrm.pairs import PairsError, build_pairs
 from tmas.orchrm.plans import PlanError
 from tmas.orchrm.reward_model import RewardModelError
+from tmas.orchrm.rm_settings import DEFAULT_LEARNING_RATE
 from tmas.training.data_files import replace_atomically
 
 orchrm_app = typer.Typer(
@@ -69,7 +70,7 @@ def train(
     ),
     epochs: Annotated[int, typer.Option(min=1)] = 3,
     batch_size: Annotated[int, typer.Option(min=1, help="pairs per step")] = 8,
-    learning_rate: Annotated[float, typer.Option(min=0.0)] = 2e-4,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = DEFAULT_LEARNING_RATE,
     lora_r: Annotated[int, typer.Option(min=1)] = 16,
     lora_alpha: Annotated[int, typer.Option(min=1)] = 32,
     max_length: Annotated[int, typer.Option(min=64, help="tokens of problem and plan")] = 1024,

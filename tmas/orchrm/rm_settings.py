@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+DEFAULT_LEARNING_RATE = 1e-3
+"""LoRA plus a fresh score head: 1e-3 learnt a plan rule in 8 steps where 3e-4 had not moved
+(``tests/test_orchrm_model.py``)."""
+
 
 class RewardModelSettings(BaseModel):
     """What ``tmas orchrm train`` trains: pairs, base model, LoRA and Bradley-Terry settings.
@@ -26,7 +30,7 @@ class RewardModelSettings(BaseModel):
     model: str = "smollm2"
     epochs: int = Field(default=3, ge=1)
     batch_size: int = Field(default=8, ge=1, description="pairs per step")
-    learning_rate: float = Field(default=1e-4, gt=0)
+    learning_rate: float = Field(default=DEFAULT_LEARNING_RATE, gt=0)
     lora_r: int = Field(default=16, ge=1)
     lora_alpha: int = Field(default=32, ge=1)
     lora_dropout: float = Field(default=0.0, ge=0, lt=1)

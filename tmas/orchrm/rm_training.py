@@ -165,6 +165,10 @@ def train_reward_model(
     if dropped == len(train_pairs):
         raise PairsError(f"every pair is longer than --max-length {settings.max_length} tokens")
     warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
+    if not progress:  # TRL's tokenising and filtering passes show bars of their own
+        import datasets
+
+        datasets.disable_progress_bars()
     try:
         from peft import LoraConfig
         from trl import RewardTrainer
