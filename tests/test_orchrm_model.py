@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import json
 import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +20,7 @@ from tmas.cli.app import app
 from tmas.eval.identity import evaluation_identity
 from tmas.llm.backend import BackendSpec
 from tmas.orchrm.plan_space import load_plan_space
+from tmas.orchrm.reward_model import RM_RECORD
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 pytest.importorskip("trl", reason="needs the train extra: pip install 'tmas[train]'")
@@ -150,3 +155,33 @@ def test_eval_auto_chooses_per_problem_once(trained: Path) -> None:
     assert all(set(row["plan_scores"]) == {"cot", "refine"} for row in rows)
     identity = json.loads((trained / "eval-auto" / "identity.json").read_text())
     assert identity["graph"] == "auto" and identity["auto"]["k"] == 4
+
+
+def test_training_killed_and_resumed_continues_its_steps(trained: Path, tmp_path: Path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join((trained / "pairs.jsonl").read_text().splitlines(True)[:8]))
+    out = tmp_path / "rm"
+    command = [sys.executable, "-m", "tmas.cli", "orchrm", "train", str(pairs), "--out", str(out),
+               "--epochs", "1", "--batch-size", "2", "--save-every", "1", "--eval-fraction", "0",
+               "--quiet"]  # fmt: skip
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    complete = out / "checkpoints" / "checkpoint-2" / "trainer_state.json"  # written last
+    deadline = time.monotonic() + 600
+    while not complete.is_file() and first.poll() is None:
+        assert time.monotonic() < deadline, "no second checkpoint within 10 minutes"
+        time.sleep(0.2)
+    assert first.poll() is None, first.stderr.read().decode()[-2000:]
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    first.stderr.close()
+    assert json.loads((out / "training.json").read_text())["status"] == "running"
+    assert not (out / "adapter").exists()  # no reward model until a training finishes
+
+    second = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+    record = json.loads((out / "training.json").read_text())
+    assert record["status"] == "finished" and record["steps"] == 4
+    assert int(record["resumed_from"].rsplit("-", 1)[1]) >= 2
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines if "loss" in line] == [1, 2, 3, 4]  # none twice
+    assert (out / "adapter" / RM_RECORD).is_file()

@@ -52,6 +52,25 @@ def lookup(table: Mapping[str, Any], kind: str, name: str) -> Any:
 _VARIADIC = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
 
 
+def with_defaults(function: Callable[..., Any], params: Mapping[str, Any], skip: int = 1):
+    """``params`` completed with the defaults of ``function``'s keyword parameters after the
+    first ``skip`` (what a node factory will be called with).
+
+    Example:
+        >>> def factory(ctx, agent: str, steps: int = 8):
+        ...     pass
+        >>> with_defaults(factory, {"agent": "critic"})
+        {'steps': 8, 'agent': 'critic'}
+    """
+    parameters = list(inspect.signature(function).parameters.values())[skip:]
+    defaults = {
+        p.name: p.default
+        for p in parameters
+        if p.kind not in _VARIADIC and p.default is not inspect.Parameter.empty
+    }
+    return {**defaults, **params}
+
+
 @lru_cache(maxsize=512)
 def _keyword_model(function: Callable[..., Any], skip: int) -> tuple[type[BaseModel], bool]:
     """A pydantic model of ``function``'s parameters after the first ``skip`` (annotated types,

@@ -23,6 +23,8 @@ class Problem(BaseModel):
     id: str
     problem: str
     answer: str
+    solution: str | None = None
+    """A reference solution, when the data has one (training targets)."""
 
     @field_validator("id", "problem", "answer")
     @classmethod

@@ -239,3 +239,4 @@ def run_plugins(spec: Any, plugins: Sequence[str] = ()) -> list[str]:
 def ensure_builtins() -> None:
     """Load the built-in node types, task builders and stop conditions."""
     importlib.import_module("tmas.graphs.builtin")
+    importlib.import_module("tmas.graphs.builtin_chains")

@@ -185,6 +185,22 @@ class ModelRouter:
         role = self.model_role or role
         return self.overrides.get(role) or self.overrides.get(model_key(role), self.main)
 
+    def temperature_for(self, role: Role) -> float | None:
+        """The sampling temperature of ``role``: its own, else that of the role whose model it
+        borrows, else the run's (None: the model's default).
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> router = ModelRouter(ScriptedChatModel(), temperature=0.7,
+            ...                      role_temperatures={"verifier": 0.0})
+            >>> router.temperature_for("verifier"), router.temperature_for("solver")
+            (0.0, 0.7)
+        """
+        played = self.model_role or role
+        return self.role_temperatures.get(
+            played, self.role_temperatures.get(model_key(played), self.temperature)
+        )
+
     def complete(
         self,
         role: Role,
@@ -214,10 +230,7 @@ class ModelRouter:
         kwargs: dict[str, Any] = {}
         if self.pass_generation_kwargs:
             kwargs = {"max_tokens": max_tokens, "seed": seed}
-            played = self.model_role or role
-            temperature = self.role_temperatures.get(
-                played, self.role_temperatures.get(model_key(played), self.temperature)
-            )
+            temperature = self.temperature_for(role)
             if temperature is not None:
                 kwargs["temperature"] = temperature
         model = self.model_for(role)
