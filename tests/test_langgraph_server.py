@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from langgraph_sdk import get_sync_client
 
-from tmas.graphs.bundled import bundled_names
+from tmas.graphs.served import langgraph_graphs
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.scripted import ScriptedReplies
 
@@ -57,7 +57,7 @@ def test_langgraph_dev_serves_and_runs_the_bundled_topologies(tmp_path: Path) ->
                 except Exception:  # noqa: BLE001 - not up yet
                     time.sleep(1)
             assert assistants is not None, (tmp_path / "server.log").read_text()[-3000:]
-            assert sorted({a["graph_id"] for a in assistants}) == bundled_names()
+            assert sorted({a["graph_id"] for a in assistants}) == sorted(langgraph_graphs())
             for name, calls in (("pacore", 9), ("delm", 6), ("tmas", 72)):
                 before = endpoint.request_count
                 thread = client.threads.create()

@@ -15,9 +15,9 @@ import tmas
 from tests.cli_helpers import db_path, digest, invoke
 from tmas.config import RoleModel, TMASConfig
 from tmas.graphs import bundled
-from tmas.graphs.bundled import bundled_dir, bundled_names
-from tmas.graphs.compiler import compile_spec
-from tmas.graphs.served import FACTORIES, served_graph
+from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled
+from tmas.graphs.compiler import compile_spec, spec_needs_internals
+from tmas.graphs.served import FACTORIES, langgraph_graphs, served_graph
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -239,9 +239,12 @@ def test_temperature_and_token_limits_reach_a_custom_model() -> None:
 # ---- the LangGraph server ----------------------------------------------------------------
 
 
-def test_langgraph_json_exposes_every_bundled_topology() -> None:
+def test_langgraph_json_exposes_every_bundled_topology_an_endpoint_can_run() -> None:
     listed = json.loads((Path(__file__).parents[1] / "langgraph.json").read_text())["graphs"]
-    assert sorted(listed) == bundled_names()
+    assert listed == langgraph_graphs()
+    internals = {n for n in bundled_names() if spec_needs_internals(load_bundled(n))}
+    assert internals == {"latent_mas"}  # hidden states: no endpoint serves them
+    assert sorted(listed) == sorted(set(bundled_names()) - internals)
     for name, target in listed.items():
         module, attribute = target.split(":")
         assert module == "./tmas/graphs/served.py" and attribute in FACTORIES, name

@@ -52,8 +52,13 @@ def expected_calls(name: str, n: int, m: int, t: int) -> dict[Role, int]:
         "tmas": {**tmas_like, "experience": n * t, "guideline": n * t},
         "tmas_no_experience": {**tmas_like, "guideline": n * t},
         "tmas_no_guideline": {**tmas_like, "experience": n * t},
+        "text_mas": {"planner": t, "critic": t, "refiner": t, "judger": n * t},
     }
     return table[name]
+
+
+ANSWER_ROLE: dict[str, Role] = {"text_mas": "judger"}
+"""The role whose calls write the candidates, where it is not the solver."""
 
 
 def run(spec: GraphSpec, config: TMASConfig, model: ScriptedChatModel, **router: Any) -> dict:

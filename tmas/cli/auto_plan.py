@@ -85,10 +85,16 @@ def make_chooser(
     space = load_plan_space(plan_space) if plan_space is not None else None
     writer = None
     if orchestrator:
-        from tmas.graphs.bundled import bundled_names
+        from tmas.graphs.bundled import bundled_names, load_bundled
+        from tmas.graphs.compiler import spec_needs_internals
 
         model = make_main_model(backend, TMASConfig(temperature=0.7, seed=seed))
-        topologies = [name for name in bundled_names() if name != "delm"]  # delm needs documents
+        topologies = [  # delm needs documents; latent topologies an in-process model
+            name
+            for name in bundled_names()
+            if name != "delm"
+            and (backend.kind == "hf" or not spec_needs_internals(load_bundled(name)))
+        ]
         writer = Orchestrator(model, topologies, PromptSet())
     return PlanChooser(
         str(reward_model), k=plans, space=space, orchestrator=writer,

@@ -1,4 +1,5 @@
-"""``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward."""
+"""``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward;
+``tmas train latent``: DiffMAS training of a latent topology's final agent."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from pydantic import ValidationError
 from tmas.cli.common import err, error_line, fail, out
 from tmas.llm.model_files import ModelFileError
 
-train_app = typer.Typer(no_args_is_help=True, help="Train the solver on saved runs.")
+train_app = typer.Typer(
+    no_args_is_help=True, help="Train agents: the solver on saved runs, a latent final agent."
+)
 
 
 @train_app.command("grpo")
@@ -75,3 +78,47 @@ def grpo(
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
     out.print(json.dumps({k: record[k] for k in ("status", "steps", "adapter")}), markup=False)
+
+
+@train_app.command("latent")
+def latent(
+    data: Annotated[str, typer.Argument(help="problems with answers: JSONL file or gsm8k/math500")],
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
+    graph: Annotated[str, typer.Option(help="the latent topology (bundled or spec file)")] = (
+        "latent_mas"
+    ),
+    limit: Annotated[int | None, typer.Option(min=1, help="first N problems")] = None,
+    model: Annotated[str, typer.Option(help="base model: smollm2, qwen, a checkpoint")] = "smollm2",
+    steps: Annotated[int, typer.Option(min=1)] = 20,
+    batch_size: Annotated[int, typer.Option(min=1, help="problems per step")] = 2,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = 2e-4,
+    lora_r: Annotated[int, typer.Option(min=1)] = 8,
+    lora_alpha: Annotated[int, typer.Option(min=1)] = 16,
+    max_target_tokens: Annotated[int, typer.Option(min=1, help="longest target")] = 256,
+    seed: int = 0,
+    save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 5,
+    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Train the final agent of a latent topology on the latent traces its upstream agents
+    build (DiffMAS: stage I without gradients, stage II LoRA SFT); rerun to resume."""
+    from tmas.eval.data import DataError
+    from tmas.graphs.spec import SpecError
+    from tmas.training.latent_settings import LatentSFTSettings
+    from tmas.training.latent_sft import train_latent
+
+    source = str(Path(data).resolve()) if Path(data).exists() else data
+    try:
+        settings = LatentSFTSettings(
+            data=source, limit=limit, graph=graph, model=model, steps=steps,
+            batch_size=batch_size, learning_rate=learning_rate, lora_r=lora_r,
+            lora_alpha=lora_alpha, max_target_tokens=max_target_tokens, seed=seed,
+            save_every=save_every, device=device,
+        )  # fmt: skip
+        record = train_latent(settings, out_dir, progress=not quiet)
+    except (ValidationError, DataError, SpecError, ModelFileError, ValueError, OSError) as exc:
+        fail(error_line(exc))
+        return
+    err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
+    shown = ("status", "steps", "adapter", "loss_before", "loss_after")
+    out.print(json.dumps({k: record[k] for k in shown}), markup=False)

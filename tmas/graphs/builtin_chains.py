@@ -5,14 +5,14 @@ nodes refuse, when the topology is compiled, a model whose internals they cannot
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field
 
 from tmas.config import TMASConfig
-from tmas.graphs.registry import NodeContext, register_node
+from tmas.graphs.registry import NodeContext, register_node, register_tasks
 from tmas.llm.hf.internals import loaded_model_of
-from tmas.nodes.agents.chain import template_problems
+from tmas.nodes.agents.chain import chain_answer_tasks, template_problems
 from tmas.nodes.agents.latent_agents import LatentAgent, LatentAnswer
 from tmas.nodes.agents.text_agents import TextAgent
 from tmas.roles import Role
@@ -20,9 +20,11 @@ from tmas.roles import Role
 LatentSteps = Annotated[int, Field(ge=0, le=4096)]
 
 
-def _answers(params: dict[str, Any], config: TMASConfig) -> int:
-    """A final agent answers once per candidate of the iteration."""
-    return config.n_candidates
+def _per_candidate(config: TMASConfig, width: int) -> int:
+    return width
+
+
+register_tasks("chain_answer_tasks", count=_per_candidate, label="N")(chain_answer_tasks)
 
 
 def _role(ctx: NodeContext) -> Role:
@@ -36,7 +38,7 @@ def _checked(ctx: NodeContext, agent: str) -> str:
     return agent
 
 
-@register_node("latent_agent", calls_llm=True)
+@register_node("latent_agent", calls_llm=True, needs_internals=True)
 def _latent_agent(
     ctx: NodeContext,
     agent: str,
@@ -50,7 +52,12 @@ def _latent_agent(
     )
 
 
-@register_node("latent_answer", calls_llm=True, max_calls=_answers, produces_candidates=True)
+@register_node(
+    "latent_answer",
+    calls_llm=True,
+    produces_candidates=True,
+    needs_internals=True,
+)
 def _latent_answer(ctx: NodeContext, agent: str = "judger") -> LatentAnswer:
     role = _role(ctx)
     loaded = loaded_model_of(ctx.router.model_for(role), agent)
@@ -70,7 +77,7 @@ def _text_agent(ctx: NodeContext, agent: str) -> TextAgent:
     return TextAgent(ctx.router, ctx.config, ctx.prompts, _role(ctx), _checked(ctx, agent))
 
 
-@register_node("text_answer", calls_llm=True, max_calls=_answers, produces_candidates=True)
+@register_node("text_answer", calls_llm=True, produces_candidates=True)
 def _text_answer(ctx: NodeContext, agent: str = "judger") -> TextAgent:
     role = _role(ctx)
     return TextAgent(ctx.router, ctx.config, ctx.prompts, role, _checked(ctx, agent), final=True)

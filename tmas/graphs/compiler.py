@@ -211,3 +211,16 @@ def spec_uses_store(spec: GraphSpec) -> bool:
         (True, False)
     """
     return bool(nodes_where(spec, "needs_store"))
+
+
+def spec_needs_internals(spec: GraphSpec) -> bool:
+    """Whether a topology's nodes read the model's internals (hidden states, KV cache), so
+    that only an in-process model (``--backend hf``) can run it.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> spec_needs_internals(load_bundled("latent_mas")), spec_needs_internals(
+        ...     load_bundled("text_mas"))
+        (True, False)
+    """
+    return bool(nodes_where(spec, "needs_internals"))

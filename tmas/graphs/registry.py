@@ -86,6 +86,8 @@ class NodeType:
 
     ``calls_llm``: gets the run's retry policy and counts one model call per run (or at most
     ``max_calls(params, config)``); ``needs_store``: its nodes share the run's LangGraph store;
+    ``needs_internals``: it reads the model's hidden states or KV cache (an in-process model,
+    not an endpoint);
     ``produces_candidates``: it writes the iteration's candidates (the node after it stops the
     run when every call failed, and a resume makes those calls again); ``ends_iteration``: an
     iteration is over after it (a reviewed run pauses there, a fork starts there);
@@ -100,6 +102,7 @@ class NodeType:
     produces_candidates: bool = False
     ends_iteration: bool = False
     check_params: ParamCheck | None = None
+    needs_internals: bool = False
 
     def build(self, context: NodeContext, params: Mapping[str, Any]) -> Any:
         """The node callable for one spec node."""
@@ -136,6 +139,7 @@ def register_node(
     produces_candidates: bool = False,
     ends_iteration: bool = False,
     check_params: ParamCheck | None = None,
+    needs_internals: bool = False,
 ) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
@@ -164,6 +168,7 @@ def register_node(
             produces_candidates=produces_candidates,
             ends_iteration=ends_iteration,
             check_params=check_params,
+            needs_internals=needs_internals,
         )
         register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
         return factory

@@ -3,7 +3,8 @@ per bundled topology, each compiled from its spec file (``make_graph`` is TMAS).
 
 The backend comes from the environment: ``TMAS_BASE_URL`` and ``TMAS_MODEL`` select an
 OpenAI-compatible endpoint (e.g. ``vllm serve``); otherwise the embedded llama.cpp model runs.
-The server supplies its own checkpointer and store.
+Neither exposes a model's internals, so the topologies that pass latents (``latent_mas``) are
+not served. The server supplies its own checkpointer and store.
 
 Example:
     >>> callable(make_pacore) and callable(make_delm)
@@ -17,14 +18,18 @@ from collections.abc import Callable
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec
+from tmas.graphs.compiler import compile_spec, spec_needs_internals
 from tmas.graphs.settings import topology_config
 from tmas.llm.backend import backend_from_env, make_router
 from tmas.nodes.prompts import builtin_templates
 
 # Read at import, when the server loads this module: a factory called for each run in the
 # server's event loop then reads no file (the server refuses blocking calls there).
-SPECS = {name: load_bundled(name) for name in bundled_names()}
+SPECS = {
+    name: spec
+    for name, spec in ((name, load_bundled(name)) for name in bundled_names())
+    if not spec_needs_internals(spec)
+}
 builtin_templates()
 
 
@@ -56,4 +61,4 @@ def langgraph_graphs() -> dict[str, str]:
         >>> langgraph_graphs()["pacore"]
         './tmas/graphs/served.py:make_pacore'
     """
-    return {name: f"./tmas/graphs/served.py:make_{name}" for name in bundled_names()}
+    return {name: f"./tmas/graphs/served.py:make_{name}" for name in SPECS}

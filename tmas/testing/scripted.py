@@ -47,6 +47,9 @@ class ScriptedReplies:
         if prompt == "delm/worker_user":
             fact = self._pick(("the first quantity is 9", "the second quantity is 9"), user + salt)
             return f"Note: {fact}\nEvidence: read from the problem statement"
+        if prompt == "mas/judger":
+            answer = self._pick(self.answers, user + salt)
+            return f"From the notes, the result is {answer}.\n\\boxed{{{answer}}}"
         if prompt == "delm/answer_user":
             answer = self._pick(self.answers, user)
             return f"Adding the noted quantities gives {answer}.\n\\boxed{{{answer}}}"

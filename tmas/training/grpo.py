@@ -29,9 +29,9 @@ from tmas.training.rewards import HybridReward
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
-    last_complete_checkpoint,
     metrics_callback,
     prepare_output,
+    resume_checkpoint,
     save_adapter,
     write_json,
 )
@@ -113,12 +113,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         from trl import GRPOTrainer
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
-    last = last_complete_checkpoint(out_dir / "checkpoints")
-    if last is not None and checkpoint_step(last) > settings.steps:
-        raise ValueError(
-            f"{out_dir} is already trained to step {checkpoint_step(last)}; "
-            f"--steps {settings.steps} cannot go back (use another --out)"
-        )
+    last = resume_checkpoint(out_dir, settings.steps)
     try:
         dataset = Dataset.from_list(rows)
     except (TypeError, ValueError) as exc:  # pyarrow cannot put the rows in one table

@@ -149,6 +149,24 @@ def last_complete_checkpoint(folder: Path) -> str | None:
     return None
 
 
+def resume_checkpoint(out_dir: Path, steps: int) -> str | None:
+    """The checkpoint a rerun resumes from (None: start afresh); ValueError when the folder is
+    already trained past ``steps``.
+
+    Example:
+        >>> import tempfile
+        >>> resume_checkpoint(Path(tempfile.mkdtemp()), 5) is None
+        True
+    """
+    last = last_complete_checkpoint(out_dir / "checkpoints")
+    if last is not None and checkpoint_step(last) > steps:
+        raise ValueError(
+            f"{out_dir} is already trained to step {checkpoint_step(last)}; "
+            f"--steps {steps} cannot go back (use another --out)"
+        )
+    return last
+
+
 def save_adapter(
     model: Any,
     tokenizer: Any,

@@ -94,6 +94,24 @@ def agent_messages(
     ]
 
 
+def chain_answer_tasks(state: RunState, config: Any = None) -> list[dict[str, Any]]:
+    """One task per plan of the iteration for the final agent: the problem, the plan and the
+    chain's records (each answer is then saved on its own, and a resume redoes only those
+    that were not).
+
+    Example:
+        >>> state = {"problem": "1+1?", "iteration": 1, "plans": [{"index": 0}, {"index": 1}]}
+        >>> [t["plan"]["index"] for t in chain_answer_tasks(state)]
+        [0, 1]
+    """
+    extras = {AGENTS_KEY: chain_records(state)}
+    iteration = state.get("iteration", 0)
+    return [
+        {"problem": state["problem"], "iteration": iteration, "plan": plan, "extras": extras}
+        for plan in state.get("plans", [])
+    ]
+
+
 def with_record(state: RunState, record: dict[str, Any]) -> dict[str, Any]:
     """The ``extras`` update that appends one agent's record to the chain.
 

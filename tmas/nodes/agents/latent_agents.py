@@ -1,7 +1,8 @@
 """Agents that pass latents (LatentMAS): each extends the run's shared KV cache with its prompt
 and its latent steps; the last one reads the cache and writes the answers.
 
-The cache lives in process memory (:mod:`tmas.llm.hf.trace_store`); the state keeps each
+The cache lives in process memory (:mod:`tmas.llm.hf.trace_store`, the least recently used
+traces dropped first); the state keeps each
 agent's segment (its prompt's token ids and settings), from which a resumed run rebuilds the
 same cache. With a LoRA adapter loaded (``--adapter``, trained by ``tmas train latent``) the
 upstream agents run on the base weights and only the final agent uses the adapter.
@@ -21,6 +22,7 @@ from tmas.nodes.agents.chain import (
     chain_records,
     with_record,
 )
+from tmas.nodes.agents.solver import failed_candidate
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import RunState
@@ -126,8 +128,9 @@ class LatentAgent:
 
 
 class LatentAnswer:
-    """Node: the final agent reads the trace and decodes one answer per plan of the iteration
-    (one trace, several samples; greedy at temperature 0)."""
+    """Node: the final agent reads the trace and decodes the answer of one plan (a task of
+    ``chain_answer_tasks``; the plans of an iteration share one trace, each its own seed;
+    greedy at temperature 0)."""
 
     def __init__(
         self,
@@ -146,33 +149,32 @@ class LatentAnswer:
         ids = eos if isinstance(eos, list) else [eos] if eos is not None else []
         return {int(i) for i in ids} | {int(self.loaded.tokenizer.eos_token_id)}
 
-    def __call__(self, state: RunState) -> dict[str, Any]:
-        tokenizer = self.loaded.tokenizer
-        ids = final_prompt_ids(tokenizer, self.prompts, self.agent, state["problem"])
-        key = run_key(state)
-        candidates, generated = [], 0
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        tokenizer, plan = self.loaded.tokenizer, task["plan"]
+        ids = final_prompt_ids(tokenizer, self.prompts, self.agent, task["problem"])
         with self.loaded.lock:
-            trace = TRACES.trace_for(key, self.loaded.model, segments_before(state))
+            trace = TRACES.trace_for(run_key(task), self.loaded.model, segments_before(task))
+            tokens, _ = trace.decode(
+                ids,
+                max_tokens=self.max_tokens,
+                eos_ids=self._eos_ids(),
+                temperature=self.temperature,
+                seed=plan["seed"],
+            )
             length = trace.length()
-            for plan in state.get("plans", []):
-                tokens, _ = trace.decode(
-                    ids,
-                    max_tokens=self.max_tokens,
-                    eos_ids=self._eos_ids(),
-                    temperature=self.temperature,
-                    seed=plan["seed"],
-                )
-                text = tokenizer.decode(tokens, skip_special_tokens=True)
-                candidates.append(answer_candidate(plan, text, len(ids), len(tokens)))
-                generated += len(tokens)
-        TRACES.discard(key)
+        text = tokenizer.decode(tokens, skip_special_tokens=True)
         record = {
             "agent": self.agent,
-            "iteration": state.get("iteration", 0),
+            "iteration": task.get("iteration", 0),
             "prompt_tokens": len(ids),
             "cache_length": length,
-            "answers": len(candidates),
         }
-        usage = agent_usage(self.role, len(ids) * len(candidates), generated)
-        usage["usage"][self.role]["calls"] = len(candidates)
-        return {"candidates": candidates, **with_record(state, record), **usage}
+        return {
+            "candidates": [answer_candidate(plan, text, len(ids), len(tokens))],
+            **with_record(task, record),
+            **agent_usage(self.role, len(ids), len(tokens)),
+        }
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """The candidate that stands for a failed answer."""
+        return {"candidates": [failed_candidate(task, error)]}

@@ -165,29 +165,31 @@ class Solve(AgentNode):
         )
 
     def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
-        """The candidate that stands for a failed solver call: no text, no answer, its error.
+        """The candidate that stands for a failed solver call (:func:`failed_candidate`)."""
+        return {"candidates": [failed_candidate(task, error)]}
 
-        Example:
-            >>> from tmas.llm.router import ModelRouter
-            >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
-            >>> plan = {"iteration": 1, "index": 2, "mode": "initial", "parent_index": None}
-            >>> failed = node.on_failure({"plan": plan}, "timeout")["candidates"][0]
-            >>> failed["answer"], failed["error"]
-            (None, 'timeout')
-        """
-        plan = task["plan"]
-        candidate: Candidate = {
-            "iteration": plan["iteration"],
-            "index": plan["index"],
-            "mode": plan["mode"],
-            "parent_index": plan["parent_index"],
-            "text": "",
-            "answer": None,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "experience_ids": [e["id"] for e in task.get("experiences", [])],
-            "references": list(plan.get("references", [])),
-            "error": error,
-        }
-        return {"candidates": [candidate]}
+
+def failed_candidate(task: dict[str, Any], error: str) -> Candidate:
+    """The candidate that stands for a failed call of a task's plan: no text, no answer, its
+    error.
+
+    Example:
+        >>> plan = {"iteration": 1, "index": 2, "mode": "initial", "parent_index": None}
+        >>> failed = failed_candidate({"plan": plan}, "timeout")
+        >>> failed["answer"], failed["error"]
+        (None, 'timeout')
+    """
+    plan = task["plan"]
+    return {
+        "iteration": plan["iteration"],
+        "index": plan["index"],
+        "mode": plan["mode"],
+        "parent_index": plan["parent_index"],
+        "text": "",
+        "answer": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "experience_ids": [e["id"] for e in task.get("experiences", [])],
+        "references": list(plan.get("references", [])),
+        "error": error,
+    }

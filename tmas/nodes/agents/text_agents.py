@@ -16,14 +16,15 @@ from tmas.nodes.agents.chain import (
     notes_of,
     with_record,
 )
+from tmas.nodes.agents.solver import failed_candidate
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
-from tmas.state import RunState, add_usage
+from tmas.state import RunState
 
 
 class TextAgent:
-    """Node: one agent writes its notes for the agents after it (or, ``final``, the answers:
-    one per plan of the iteration).
+    """Node: one agent writes its notes for the agents after it (or, ``final``, the answer of
+    one plan: a task of ``chain_answer_tasks``).
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
@@ -59,22 +60,24 @@ class TextAgent:
 
     def __call__(self, state: RunState) -> dict[str, Any]:
         iteration = state.get("iteration", 0)
-        if not self.final:
-            reply = self._ask(state, self.config.seed)
-            record = {
-                "agent": self.agent,
-                "iteration": iteration,
-                "text": reply.text,
-                "prompt_tokens": reply.input_tokens,
-                "output_tokens": reply.output_tokens,
-            }
-            return {**with_record(state, record), "usage": reply.usage(self.role)}
-        candidates, usage = [], {}
-        for plan in state.get("plans", []):
+        if self.final:  # a task of chain_answer_tasks: one plan's answer
+            plan = state["plan"]  # type: ignore[typeddict-item]
             reply = self._ask(state, plan["seed"])
-            candidates.append(
-                answer_candidate(plan, reply.text, reply.input_tokens, reply.output_tokens)
-            )
-            usage = add_usage(usage, reply.usage(self.role))
-        record = {"agent": self.agent, "iteration": iteration, "answers": len(candidates)}
-        return {"candidates": candidates, **with_record(state, record), "usage": usage}
+            candidate = answer_candidate(plan, reply.text, reply.input_tokens, reply.output_tokens)
+            record = {"agent": self.agent, "iteration": iteration}
+            return {"candidates": [candidate], **with_record(state, record),
+                    "usage": reply.usage(self.role)}  # fmt: skip
+        reply = self._ask(state, self.config.seed)
+        record = {
+            "agent": self.agent,
+            "iteration": iteration,
+            "text": reply.text,
+            "prompt_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+        }
+        return {**with_record(state, record), "usage": reply.usage(self.role)}
+
+    def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
+        """A final agent's failed answer stands as a failed candidate; an upstream agent's
+        failure leaves its notes out."""
+        return {"candidates": [failed_candidate(task, error)]} if self.final else {}

@@ -1,0 +1,181 @@
+"""``tmas train latent``: DiffMAS training of the final agent of a latent topology.
+
+Stage I: the upstream agents (base weights, no gradients) build the latent trace of a problem,
+exactly as ``latent_mas`` builds it at run time. Stage II: the final agent, with a LoRA adapter,
+reads that trace and is trained by supervised fine-tuning on the reference answer (gradients
+through the final agent). transformers' Trainer runs the loop, so checkpoints, resuming and
+logging are its own.
+
+Output folder::
+
+    training.json     settings, status (running / finished), loss before and after
+    checkpoints/      one every ``save_every`` steps (a rerun resumes from the last whole one)
+    metrics.jsonl     one line per step: loss, learning rate, gradient norm
+    adapter/          the finished adapter, with latent.json (the chain it was trained for);
+                      load it with tmas solve --graph latent_mas --backend hf --adapter DIR
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from statistics import mean
+from typing import Any
+
+from tmas.llm.checkpoints import checkpoint_for
+from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
+from tmas.llm.model_files import ModelFileError
+from tmas.training.latent_chain import LatentChain, example_loss, target_text
+from tmas.training.latent_settings import LatentSFTSettings
+from tmas.training.metrics import keep_steps_up_to
+from tmas.training.trainer_runs import (
+    SETTINGS_FILE,
+    checkpoint_step,
+    metrics_callback,
+    prepare_output,
+    resume_checkpoint,
+    save_adapter,
+    write_json,
+)
+
+LATENT_RECORD = "latent.json"
+
+
+def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: Any) -> list[dict]:
+    """One example per problem of the data; targets longer than ``max_target_tokens`` are
+    cut (their end-of-turn token kept)."""
+    from tmas.eval.data import load_problems
+
+    rows = []
+    for problem in load_problems(settings.data, settings.limit):
+        row = chain.example(
+            tokenizer, problem.problem, target_text(problem.answer, problem.solution)
+        )
+        if len(row["target_ids"]) > settings.max_target_tokens:
+            row["target_ids"] = row["target_ids"][: settings.max_target_tokens - 1] + [
+                row["target_ids"][-1]
+            ]
+        rows.append(row)
+    return rows
+
+
+def mean_loss(model: Any, rows: list[dict[str, Any]]) -> float:
+    """The mean target loss over ``rows``, without gradients."""
+    import torch
+
+    with torch.no_grad():
+        return mean(float(example_loss(model, row)) for row in rows)
+
+
+def make_trainer(model: Any, settings: LatentSFTSettings, out_dir: Path, rows: list, progress):
+    """transformers' Trainer whose loss is stage I then II of each problem of the batch."""
+    from torch.utils.data import Dataset
+    from transformers import Trainer, TrainingArguments
+
+    class Rows(Dataset):
+        def __len__(self) -> int:
+            return len(rows)
+
+        def __getitem__(self, index: int) -> dict[str, Any]:
+            return rows[index]
+
+    class LatentSFTTrainer(Trainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001
+            losses = [example_loss(model, row) for row in inputs["rows"]]
+            return sum(losses) / len(losses)
+
+    args = TrainingArguments(
+        output_dir=str(out_dir / "checkpoints"),
+        max_steps=settings.steps,
+        per_device_train_batch_size=settings.batch_size,
+        learning_rate=settings.learning_rate,
+        logging_steps=1,
+        save_steps=settings.save_every,
+        save_total_limit=2,
+        seed=settings.seed,
+        report_to="none",
+        use_cpu=pick_device(settings.device) == "cpu",
+        bf16=False,
+        remove_unused_columns=False,
+        disable_tqdm=not progress,
+    )
+    return LatentSFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=Rows(),
+        data_collator=lambda batch: {"rows": batch},
+        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
+    )
+
+
+def train_latent(
+    settings: LatentSFTSettings, out_dir: Path, progress: bool = True
+) -> dict[str, Any]:
+    """Train (or resume training) and return the finished record of ``training.json``.
+
+    ValueError/ModelFileError for bad data, a topology that is not latent, a missing model or an
+    output folder that holds another training.
+
+    Example (with ``tmas[train]``)::
+
+        train_latent(LatentSFTSettings(data="gsm8k", limit=8, steps=4), Path("diffmas"))
+    """
+    from tmas.api import load_topology
+
+    saved = prepare_output(out_dir, settings)
+    chain = LatentChain.from_spec(load_topology(settings.graph))
+    device = pick_device(settings.device)
+    checkpoint = checkpoint_for(settings.model)
+    base, tokenizer = load_base(checkpoint, settings.model, device)
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as exc:
+        raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
+    rows = training_rows(settings, chain, tokenizer)
+    last = resume_checkpoint(out_dir, settings.steps)
+    model = get_peft_model(
+        base.to(device),
+        LoraConfig(
+            r=settings.lora_r,
+            lora_alpha=settings.lora_alpha,
+            lora_dropout=settings.lora_dropout,
+            target_modules="all-linear",
+            task_type="CAUSAL_LM",
+        ),
+    )
+    probe = rows[: max(settings.batch_size, 4)]
+    before = saved.get("loss_before")
+    if before is None:  # the untrained adapter is the identity: the base model's loss
+        before = mean_loss(model, probe)
+    record = {
+        "settings": settings.model_dump(),
+        "checkpoint": checkpoint,
+        "status": "running",
+        "loss_before": before,
+    }
+    write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
+    shutil.rmtree(out_dir / "adapter", ignore_errors=True)
+    keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
+    trainer = make_trainer(model, settings, out_dir, rows, progress)
+    if not progress:  # with the bar off, transformers prints every log line instead
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    started = time.monotonic()
+    trainer.train(resume_from_checkpoint=last)
+    model.eval()
+    after = mean_loss(model, probe)
+    latent = {"graph": settings.graph, "chain": chain.describe(), "base_model": settings.model}
+    adapter = save_adapter(model, tokenizer, settings.model, out_dir, {LATENT_RECORD: latent})
+    record.update(
+        status="finished",
+        steps=trainer.state.global_step,
+        resumed_from=last,
+        adapter=str(adapter),
+        train_seconds=round(time.monotonic() - started, 1),
+        loss_after=after,
+        loss_problems=len(probe),
+    )
+    write_json(out_dir / SETTINGS_FILE, record)
+    return record
