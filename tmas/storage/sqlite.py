@@ -12,6 +12,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.sqlite import SqliteStore
 
+from tmas.storage.sqlite_files import open_tracked
+
 
 class StorageError(RuntimeError):
     """The run database cannot be opened or read."""
@@ -186,16 +188,19 @@ def connect(path: Path | str, *, autocommit: bool = False) -> sqlite3.Connection
         'wal'
     """
     path = Path(path)
-    damage = file_damage(path)
-    if damage:  # look again: a process creating the file may be halfway through its first write
-        time.sleep(0.2)
+
+    def check_header() -> None:  # reads the file: only while this process holds it closed
         damage = file_damage(path)
-    if damage:
-        raise StorageError(f"run database {path} is damaged or not a run database: {damage}")
+        if damage:  # look again: a process creating it may be halfway through its first write
+            time.sleep(0.2)
+            damage = file_damage(path)
+        if damage:
+            raise StorageError(f"run database {path} is damaged or not a run database: {damage}")
+
     timeout = busy_timeout_s()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=timeout)
+        conn = open_tracked(path, check_header, check_same_thread=False, timeout=timeout)
         if autocommit:
             conn.isolation_level = None
         conn.execute(f"pragma busy_timeout={int(timeout * 1000)}")
