@@ -4,8 +4,8 @@ plan and the oracle, in accuracy and tokens, side by side.
 The script runs, as a user would:
 
 1. ``tmas eval`` of each plan of a small plan space (cheap plans: one sample, a majority vote
-   of three, PaCoRe 2 -> 1, self-refine over two rounds, TMAS with 2 candidates, 1 check and
-   2 iterations) on the first ``--problems`` problems of
+   of three, PaCoRe 2 -> 1, self-refine over two rounds; with ``--with-tmas`` also TMAS with 2
+   candidates, 1 check and 2 iterations) on the first ``--problems`` problems of
    ``../shared/data/gsm8k_test_dev.jsonl`` with the embedded Qwen model;
 2. ``tmas orchrm pairs`` over the evaluations of the first half of the problems (train);
 3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head);
@@ -13,7 +13,7 @@ The script runs, as a user would:
    anything runs (the scorer ``--graph auto`` uses); the chosen plan's saved run on that
    problem gives its correctness and tokens.
 
-    python benchmarks/orchrm.py [--problems 20] [--out DIR] [--model qwen]
+    python benchmarks/orchrm.py [--problems 20] [--out DIR] [--model qwen] [--with-tmas]
 """
 
 from __future__ import annotations
@@ -42,13 +42,14 @@ PLAN_SPACE = {
             "graph": "self_refine",
             "settings": {"n_candidates": 1, "max_iterations": 2},
         },
-        {
-            "name": "tmas",
-            "graph": "tmas",
-            "settings": {"n_candidates": 2, "n_verifications": 1, "max_iterations": 2},
-        },
     ],
 }
+TMAS_PLAN = {
+    "name": "tmas",
+    "graph": "tmas",
+    "settings": {"n_candidates": 2, "n_verifications": 1, "max_iterations": 2},
+}
+"""20 calls a problem (about 4 minutes with the embedded Qwen on 2 cores): ``--with-tmas``."""
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
 
 
@@ -86,7 +87,10 @@ def main() -> None:
     parser.add_argument("--model", default="qwen")
     parser.add_argument("--max-tokens", type=int, default=320)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--with-tmas", action="store_true", help="add a small TMAS plan")
     args = parser.parse_args()
+    if args.with_tmas:
+        PLAN_SPACE["plans"].append(TMAS_PLAN)
     args.out.mkdir(parents=True, exist_ok=True)
     problems = load_problems(str(DATA) if DATA.exists() else "gsm8k", args.problems)
     half = len(problems) // 2

@@ -197,6 +197,13 @@ def identity_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str
         >>> identity_changes({"backend": {"model": "qwen"}, "about": {"v": 1}},
         ...                  {"backend": {"model": "smollm2"}, "about": {"v": 2}})
         ["backend.model: 'qwen' -> 'smollm2'"]
+
+    A template only one side knows (one a later version added) changes nothing the runs
+    read; a template whose text changed does:
+
+        >>> identity_changes({"prompts": {"solver/system": "a1"}},
+        ...                  {"prompts": {"solver/system": "a2", "mas/critic": "c1"}})
+        ["prompts.solver/system: 'a1' -> 'a2'"]
     """
     old = _flatten(comparable(saved))
     new = _flatten(comparable(current))
@@ -207,6 +214,7 @@ def identity_changes(saved: dict[str, Any], current: dict[str, Any]) -> list[str
         )
         for key in sorted(set(old) | set(new))
         if old.get(key, missing) != new.get(key, missing)
+        and not (key.startswith("prompts.") and (key not in old or key not in new))
     ]
 
 
