@@ -68,7 +68,7 @@ BackendOption = Annotated[
     ),
 ]
 AdapterOption = Annotated[
-    str | None, typer.Option(help="hf: a LoRA adapter folder (from tmas train grpo)")
+    str | None, typer.Option(help="hf: a LoRA adapter folder (tmas train grpo or latent)")
 ]
 DeviceOption = Annotated[str | None, typer.Option(help="hf: cpu, cuda or cuda:N (default: auto)")]
 ModelOption = Annotated[
