@@ -82,7 +82,9 @@ def grpo(
 
 @train_app.command("latent")
 def latent(
-    data: Annotated[str, typer.Argument(help="problems with answers: JSONL file or gsm8k/math500")],
+    data: Annotated[
+        str, typer.Argument(help="problems (JSONL, gsm8k, math500) or exported run rows")
+    ],
     out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
     graph: Annotated[str, typer.Option(help="the latent topology (bundled or spec file)")] = (
         "latent_mas"
@@ -102,8 +104,6 @@ def latent(
 ) -> None:
     """Train the final agent of a latent topology on the latent traces its upstream agents
     build (DiffMAS: stage I without gradients, stage II LoRA SFT); rerun to resume."""
-    from tmas.eval.data import DataError
-    from tmas.graphs.spec import SpecError
     from tmas.training.latent_settings import LatentSFTSettings
     from tmas.training.latent_sft import train_latent
 
@@ -116,7 +116,7 @@ def latent(
             save_every=save_every, device=device,
         )  # fmt: skip
         record = train_latent(settings, out_dir, progress=not quiet)
-    except (ValidationError, DataError, SpecError, ModelFileError, ValueError, OSError) as exc:
+    except (ValidationError, ModelFileError, ValueError, OSError) as exc:  # data, spec: ValueError
         fail(error_line(exc))
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)

@@ -27,6 +27,7 @@ from tmas.llm.checkpoints import checkpoint_for
 from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
 from tmas.llm.model_files import ModelFileError
 from tmas.training.latent_chain import LatentChain, example_loss, target_text
+from tmas.training.latent_data import latent_examples
 from tmas.training.latent_settings import LatentSFTSettings
 from tmas.training.metrics import keep_steps_up_to
 from tmas.training.trainer_runs import (
@@ -45,12 +46,10 @@ LATENT_RECORD = "latent.json"
 def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: Any) -> list[dict]:
     """One example per problem of the data; targets longer than ``max_target_tokens`` are
     cut (their end-of-turn token kept)."""
-    from tmas.eval.data import load_problems
-
     rows = []
-    for problem in load_problems(settings.data, settings.limit):
+    for example in latent_examples(settings.data, settings.limit):
         row = chain.example(
-            tokenizer, problem.problem, target_text(problem.answer, problem.solution)
+            tokenizer, example.problem, target_text(example.answer, example.solution)
         )
         if len(row["target_ids"]) > settings.max_target_tokens:
             row["target_ids"] = row["target_ids"][: settings.max_target_tokens - 1] + [
