@@ -77,7 +77,7 @@ def measured(out: Path, wall: float) -> dict[str, float]:
     connection = connect(out.parent / "runs.sqlite")
     for row in rows:
         agents = (saved_state(connection, row["run_id"]).get("extras") or {}).get("agents", [])
-        latent += sum(int(agent.get("latent_steps", 0)) for agent in agents)
+        latent += sum(int(a["segment"]["latent_steps"]) for a in agents if "segment" in a)
     count = len(rows)
     return {
         "accuracy": sum(bool(r["correct"]) for r in rows) / count,

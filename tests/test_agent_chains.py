@@ -93,7 +93,7 @@ def test_latent_mas_runs_and_resumes_after_a_crash_rebuilding_its_trace(monkeypa
     reference = compile_spec(spec, config, hf_router(config)).invoke({"problem": PROBLEM})
     records = reference["extras"]["agents"]
     assert [r["agent"] for r in records] == AGENTS
-    segments = [r["latent_steps"] + r["prompt_tokens"] for r in records[:3]]
+    segments = [r["segment"]["latent_steps"] + len(r["segment"]["prompt_ids"]) for r in records[:3]]
     assert [r["cache_length"] for r in records[:3]] == [sum(segments[: i + 1]) for i in range(3)]
     assert records[3]["cache_length"] == sum(segments)
     assert len(reference["candidates"]) == 2 and reference["candidates"][0]["text"].strip()

@@ -15,6 +15,7 @@ import llama_cpp  # noqa: E402
 from tmas.llm.engine import EngineSettings, LlamaEngine  # noqa: E402
 from tmas.llm.engine.loaded_model import LoadedModel  # noqa: E402
 from tmas.llm.engine.request import Sampling  # noqa: E402
+from tmas.llm.errors import ModelCallError  # noqa: E402
 from tmas.llm.llamacpp_serial import SerialLlama  # noqa: E402
 from tmas.llm.model_files import smollm2_path  # noqa: E402
 
@@ -62,5 +63,6 @@ def test_the_serial_path_refuses_an_amx_build_with_the_rebuild_command(
 ) -> None:
     monkeypatch.setattr(llama_cpp, "llama_print_system_info", lambda: AMX_INFO)
     serial = SerialLlama(str(smollm2_path()), n_ctx=256)
-    with pytest.raises(RuntimeError, match=r"llama\.cpp#20824.*-mno-amx-int8"):
+    with pytest.raises(ModelCallError, match=r"llama\.cpp#20824.*-mno-amx-int8") as raised:
         serial.complete([{"role": "user", "content": "hi"}], max_tokens=2, sampling=Sampling(0.0))
+    assert raised.value.fatal  # the run stops there instead of failing every call

@@ -86,12 +86,32 @@ def test_decoding_leaves_the_trace_as_it_was(loaded) -> None:
 def test_a_store_rebuilds_the_same_trace_from_its_segments(loaded) -> None:
     segments = [segment(loaded, PLAN, 4), segment(loaded, CHECK, 4, keep=False)]
     first = TraceStore()
-    original = first.trace_for("run", loaded.model, segments)
-    assert first.trace_for("run", loaded.model, segments) is original  # held: not rebuilt
+    original = first.trace_for("run", 1, loaded.model, segments)
+    assert first.trace_for("run", 1, loaded.model, segments) is original  # held: not rebuilt
     assert first.rebuilt_segments == 2
     fresh = TraceStore()  # another process
-    rebuilt = fresh.trace_for("run", loaded.model, segments)
+    rebuilt = fresh.trace_for("run", 1, loaded.model, segments)
     assert rebuilt is not original and fresh.rebuilt_segments == 2
     ask = list(ids(loaded, ASK))
     assert torch.equal(rebuilt.next_logits(ask), original.next_logits(ask))
-    assert first.trace_for("run", loaded.model, segments[:1]).length() == segments[0].length
+    assert first.trace_for("run", 1, loaded.model, segments[:1]).length() == segments[0].length
+    assert first.trace_for("run", 2, loaded.model, []).length() == 0  # the next iteration
+    assert len(first) == 1  # a run keeps the trace of its current iteration only
+
+
+def test_a_segment_that_fails_halfway_leaves_the_trace_as_it_was(loaded, monkeypatch) -> None:
+    trace = LatentTrace(loaded.model)
+    trace.add(segment(loaded, PLAN, 2))
+    before = trace.mark()
+    real, calls = trace.forward, []
+
+    def failing(**kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # in the middle of the latent steps
+            raise RuntimeError("out of memory")
+        return real(**kwargs)
+
+    monkeypatch.setattr(trace, "forward", failing)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        trace.add(segment(loaded, CHECK, 5))
+    assert trace.mark() == before and len(trace.segments) == 1

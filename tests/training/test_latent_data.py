@@ -27,6 +27,8 @@ def test_exported_rows_give_their_right_rollouts_as_solutions(tmp_path: Path) ->
     rows.write_text("".join(json.dumps(r) + "\n" for r in (
         exported("2 + 3?", "5", "2 + 3 = 5, so \\boxed{5}", "5"),
         exported("4 + 4?", "8", "4 + 4 = 9, so \\boxed{9}", "9"),
+        exported("2 + 3?", "5", "2 + 3 = 6, so \\boxed{6}", "6"),  # a wrong one beside a right
+        exported("4 + 4?", "8", "4 + 4 = 7, so \\boxed{7}", "7"),  # no right one: answer once
     )))  # fmt: skip
     right, wrong = latent_examples(str(rows))
     assert (right.problem, right.answer) == ("2 + 3?", "5")

@@ -130,7 +130,13 @@ def _join(ctx: NodeContext) -> Any:
     return join
 
 
-def _per_candidate(config: TMASConfig, width: int) -> int:
+def per_candidate(config: TMASConfig, width: int) -> int:
+    """Tasks of a fan-out that sends one per candidate of the iteration.
+
+    Example:
+        >>> per_candidate(TMASConfig(), 4)
+        4
+    """
     return width
 
 
@@ -138,7 +144,7 @@ def _per_check(config: TMASConfig, width: int) -> int:
     return width * config.n_verifications
 
 
-register_tasks("solver_tasks", count=_per_candidate, label="N")(solver_tasks)
+register_tasks("solver_tasks", count=per_candidate, label="N")(solver_tasks)
 register_tasks("verification_tasks", count=_per_check, label="N x M")(verification_tasks)
-register_tasks("summary_tasks", count=_per_candidate, label="N")(summary_tasks)
-register_tasks("reflection_tasks", count=_per_candidate, label="N")(reflection_tasks)
+register_tasks("summary_tasks", count=per_candidate, label="N")(summary_tasks)
+register_tasks("reflection_tasks", count=per_candidate, label="N")(reflection_tasks)

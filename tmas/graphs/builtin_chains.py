@@ -5,26 +5,22 @@ nodes refuse, when the topology is compiled, a model whose internals they cannot
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
-from tmas.config import TMASConfig
+from tmas.graphs.builtin import per_candidate
 from tmas.graphs.registry import NodeContext, register_node, register_tasks
-from tmas.llm.hf.internals import loaded_model_of
-from tmas.nodes.agents.chain import chain_answer_tasks, template_problems
+from tmas.llm.hf.internals import LatentModelError, loaded_model_of
+from tmas.nodes.agents.chain import chain_answer_tasks, missing_template
 from tmas.nodes.agents.latent_agents import LatentAgent, LatentAnswer
-from tmas.nodes.agents.text_agents import TextAgent
+from tmas.nodes.agents.text_agents import TextAgent, TextAnswer
 from tmas.roles import Role
 
 LatentSteps = Annotated[int, Field(ge=0, le=4096)]
 
 
-def _per_candidate(config: TMASConfig, width: int) -> int:
-    return width
-
-
-register_tasks("chain_answer_tasks", count=_per_candidate, label="N")(chain_answer_tasks)
+register_tasks("chain_answer_tasks", count=per_candidate, label="N")(chain_answer_tasks)
 
 
 def _role(ctx: NodeContext) -> Role:
@@ -32,10 +28,22 @@ def _role(ctx: NodeContext) -> Role:
 
 
 def _checked(ctx: NodeContext, agent: str) -> str:
-    problems = template_problems(ctx.prompts, agent)
-    if problems:
-        raise ValueError(problems[0])
+    problem = missing_template(ctx.prompts, agent)
+    if problem:
+        raise ValueError(problem)
     return agent
+
+
+def _shared_model(ctx: NodeContext, agent: str) -> Any:
+    """The in-process model of a latent node's role, which must be the run's main model: all
+    latent agents extend one KV cache."""
+    loaded = loaded_model_of(ctx.router.model_for(_role(ctx)), agent)
+    if loaded is not loaded_model_of(ctx.router.main, agent):
+        raise LatentModelError(
+            f"node {agent!r} plays {_role(ctx)!r} on another model than the run's: latent agents "
+            "share one KV cache, so every one of them runs on the main model"
+        )
+    return loaded
 
 
 @register_node("latent_agent", calls_llm=True, needs_internals=True)
@@ -46,7 +54,7 @@ def _latent_agent(
     realign: bool = True,
     keep_prompt: bool = True,
 ) -> LatentAgent:
-    loaded = loaded_model_of(ctx.router.model_for(_role(ctx)), agent)
+    loaded = _shared_model(ctx, agent)
     return LatentAgent(
         loaded, ctx.prompts, _role(ctx), _checked(ctx, agent), latent_steps, realign, keep_prompt
     )
@@ -60,7 +68,7 @@ def _latent_agent(
 )
 def _latent_answer(ctx: NodeContext, agent: str = "judger") -> LatentAnswer:
     role = _role(ctx)
-    loaded = loaded_model_of(ctx.router.model_for(role), agent)
+    loaded = _shared_model(ctx, agent)
     temperature = ctx.router.temperature_for(role)
     return LatentAnswer(
         loaded,
@@ -78,6 +86,5 @@ def _text_agent(ctx: NodeContext, agent: str) -> TextAgent:
 
 
 @register_node("text_answer", calls_llm=True, produces_candidates=True)
-def _text_answer(ctx: NodeContext, agent: str = "judger") -> TextAgent:
-    role = _role(ctx)
-    return TextAgent(ctx.router, ctx.config, ctx.prompts, role, _checked(ctx, agent), final=True)
+def _text_answer(ctx: NodeContext, agent: str = "judger") -> TextAnswer:
+    return TextAnswer(ctx.router, ctx.config, ctx.prompts, _role(ctx), _checked(ctx, agent))

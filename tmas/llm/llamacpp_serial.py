@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tmas.llm.engine.cpu_build import REBUILD_HINT, system_info, uses_amx
+from tmas.llm.engine.cpu_build import rebuild_hint, system_info, uses_amx
 from tmas.llm.engine.request import Outcome, Sampling
-from tmas.llm.errors import ContextOverflowError
+from tmas.llm.errors import ContextOverflowError, ModelCallError
 from tmas.llm.prefix_gate import PrefixAffinityLock
 
 Event = tuple[str, Any]
@@ -35,13 +35,20 @@ def _import_llama() -> Any:
 def refuse_amx_build() -> None:
     """Refuse a llama.cpp build that multiplies with AMX: ``Llama`` loads weights with the
     extra buffer types that crash there (:mod:`tmas.llm.engine.cpu_build`), and has no
-    option to leave them out; the batching engine does."""
+    option to leave them out; the batching engine does. The error is fatal: the run stops
+    at its first call, its checkpoint intact, and says how to rebuild.
+
+    Example:
+        >>> refuse_amx_build()  # a build without AMX passes
+    """
     import llama_cpp
 
     if uses_amx(system_info(llama_cpp)):
-        raise RuntimeError(
+        raise ModelCallError(
             "this llama.cpp build uses AMX, whose matrix multiply crashes "
-            "(ggml-org/llama.cpp#20824): use the batching engine (the default), or " + REBUILD_HINT
+            "(ggml-org/llama.cpp#20824): use the batching engine (the default), or "
+            + rebuild_hint(),
+            fatal="this llama.cpp build crashes in its AMX matrix multiply",
         )
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.answers.parsing import Parsed
+from tmas.answers.parsing import Parsed, extract_answer
 from tmas.config import TMASConfig
+from tmas.lifecycle.events import emit
 from tmas.llm.router import Completion, ModelRouter
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
@@ -61,6 +62,51 @@ def agent_update(
             parsed, iteration=iteration, role=role, index=index, text=reply.text
         ),
     }
+
+
+def answer_update(
+    plan: dict[str, Any], reply: Completion, role: Role, experience_ids: list[str] | None = None
+) -> dict[str, Any]:
+    """The state update of one call that answers a plan: its candidate (announced as a live
+    ``candidate`` event), the call's usage and, when the reply broke the format, the parse
+    issue.
+
+    Example:
+        >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None}
+        >>> update = answer_update(plan, Completion("so \\\\boxed{5}", 20, 4), "judger")
+        >>> update["candidates"][0]["answer"], update["usage"]["judger"]["calls"]
+        ('5', 1)
+    """
+    parsed = extract_answer(reply.text)
+    candidate: Candidate = {
+        "iteration": plan["iteration"],
+        "index": plan["index"],
+        "mode": plan["mode"],
+        "parent_index": plan.get("parent_index"),
+        "text": reply.text,
+        "answer": parsed.value,  # type: ignore[typeddict-item]
+        "input_tokens": reply.input_tokens,
+        "output_tokens": reply.output_tokens,
+        "experience_ids": list(experience_ids or []),
+        "references": list(plan.get("references", [])),
+    }
+    emit(
+        "candidate",
+        iteration=plan["iteration"],
+        index=plan["index"],
+        mode=plan["mode"],
+        answer=parsed.value,
+        output_tokens=reply.output_tokens,
+    )
+    return agent_update(
+        "candidates",
+        [candidate],
+        role,
+        reply,
+        parsed,
+        iteration=plan["iteration"],
+        index=plan["index"],
+    )
 
 
 def live_candidates(state: RunState) -> list[Candidate]:

@@ -30,6 +30,7 @@ from tmas.training.metrics import append_metrics, keep_steps_up_to
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
+    dataset_bars,
     last_complete_checkpoint,
     metrics_callback,
     prepare_output,
@@ -165,10 +166,6 @@ def train_reward_model(
     if dropped == len(train_pairs):
         raise PairsError(f"every pair is longer than --max-length {settings.max_length} tokens")
     warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
-    if not progress:  # TRL's tokenising and filtering passes show bars of their own
-        import datasets
-
-        datasets.disable_progress_bars()
     try:
         from peft import LoraConfig
         from trl import RewardTrainer
@@ -184,22 +181,23 @@ def train_reward_model(
     shutil.rmtree(out_dir / "adapter", ignore_errors=True)
     metrics_path = out_dir / "metrics.jsonl"
     keep_steps_up_to(metrics_path, checkpoint_step(last) if last else 0)
-    trainer = RewardTrainer(
-        model=model,
-        args=trainer_config(settings, out_dir, progress, bool(held_out)),
-        train_dataset=_dataset(train_pairs),
-        eval_dataset=_dataset(held_out) if held_out else None,
-        processing_class=tokenizer,
-        peft_config=LoraConfig(
-            task_type="SEQ_CLS",
-            r=settings.lora_r,
-            lora_alpha=settings.lora_alpha,
-            lora_dropout=settings.lora_dropout,
-            target_modules="all-linear",
-            modules_to_save=["score"],
-        ),
-        callbacks=[metrics_callback(metrics_path)],
-    )
+    with dataset_bars(progress):
+        trainer = RewardTrainer(
+            model=model,
+            args=trainer_config(settings, out_dir, progress, bool(held_out)),
+            train_dataset=_dataset(train_pairs),
+            eval_dataset=_dataset(held_out) if held_out else None,
+            processing_class=tokenizer,
+            peft_config=LoraConfig(
+                task_type="SEQ_CLS",
+                r=settings.lora_r,
+                lora_alpha=settings.lora_alpha,
+                lora_dropout=settings.lora_dropout,
+                target_modules="all-linear",
+                modules_to_save=["score"],
+            ),
+            callbacks=[metrics_callback(metrics_path)],
+        )
     if not progress:  # with the bar off, transformers prints every log line instead
         from transformers import PrinterCallback
 

@@ -18,6 +18,31 @@ from tmas.nodes.prompts import PromptSet
 from tmas.registration import with_defaults
 
 
+def run_order(spec: GraphSpec) -> list[Any]:
+    """The spec's nodes in the order its edges run them (loops back left out; nodes no edge
+    orders keep their declared order).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> [n.id for n in run_order(load_bundled("latent_mas"))][:3]
+        ['start_iteration', 'planner', 'critic']
+    """
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    graph.add_nodes_from(node.id for node in spec.nodes)
+    for edge in spec.edges:
+        if edge.conditions:  # the loop back to the iteration's start
+            continue
+        for target in edge.targets:
+            if edge.source in graph and target in graph:
+                graph.add_edge(edge.source, target)
+    declared = {node.id: index for index, node in enumerate(spec.nodes)}
+    by_id = {node.id: node for node in spec.nodes}
+    ordered = nx.lexicographical_topological_sort(graph, key=lambda n: declared[n])
+    return [by_id[node_id] for node_id in ordered]
+
+
 @dataclass(frozen=True)
 class ChainAgent:
     """One upstream agent: its name and how it thinks."""
@@ -49,7 +74,7 @@ class LatentChain:
         """
         ensure_builtins()
         upstream, finals = [], []
-        for node in spec.nodes:
+        for node in run_order(spec):
             if node.type == "latent_agent":
                 params = with_defaults(NODE_TYPES[node.type].factory, node.params)
                 upstream.append(
@@ -71,7 +96,12 @@ class LatentChain:
 
     def example(self, tokenizer: Any, problem: str, target: str) -> dict[str, Any]:
         """One training row: the segments, the final agent's turn and the target's ids (which
-        end in the end-of-turn token)."""
+        end in the end-of-turn token).
+
+        Example (with ``tmas[train]``)::
+
+            row = chain.example(tokenizer, "1+1?", "The answer is \\boxed{2}.")
+        """
         segments = [
             make_segment(tokenizer, self.prompts, a.agent, problem, a.latent_steps, a.realign,
                          a.keep_prompt).record()
@@ -85,7 +115,13 @@ class LatentChain:
         }
 
     def describe(self) -> dict[str, Any]:
-        """The chain as plain data (saved with the adapter)."""
+        """The chain as plain data (saved with the training and the adapter).
+
+        Example:
+            >>> from tmas.graphs.bundled import load_bundled
+            >>> LatentChain.from_spec(load_bundled("latent_mas")).describe()["final"]
+            'judger'
+        """
         return {
             "upstream": [a.__dict__ for a in self.upstream],
             "final": self.final,
@@ -110,7 +146,13 @@ def target_text(answer: str, solution: str | None) -> str:
 def example_loss(model: Any, row: dict[str, Any]) -> Any:
     """Stage I then II for one row: the upstream agents build the trace on the base weights
     without gradients; the final agent (with the adapter) reads it, and the loss is the mean
-    cross-entropy of the target tokens."""
+    cross-entropy of the target tokens.
+
+    Example (with ``tmas[train]``)::
+
+        loss = example_loss(peft_model, chain.example(tokenizer, problem, target))
+        loss.backward()
+    """
     import torch
 
     trace = LatentTrace(model)

@@ -30,7 +30,12 @@ def is_export(path: Path) -> bool:
         (True, False)
     """
     if path.suffix == ".parquet":
-        return True
+        try:
+            import pyarrow.parquet as parquet
+
+            return "prompt" in parquet.read_schema(path).names
+        except (ImportError, OSError):
+            return True  # reading it as rows then says what is wrong
     if path.suffix != ".jsonl" or not path.is_file():
         return False
     with path.open(encoding="utf-8") as lines:
@@ -42,17 +47,26 @@ def is_export(path: Path) -> bool:
 
 
 def exported_examples(path: Path) -> list[LatentExample]:
-    """One example per exported row: its problem and gold answer, and its rollout as the
-    reference solution when that rollout's answer was right."""
-    examples = []
+    """The examples of exported rows: each right rollout as a reference solution of its
+    problem, and a problem none of whose rollouts was right once, with its answer alone."""
+    right: dict[str, list[LatentExample]] = {}
+    gold_of: dict[str, str] = {}
     for row in read_rows(path):
         info, gold = row["extra_info"], row["reward_model"]["ground_truth"]
-        if not info.get("problem"):
+        problem = info.get("problem")
+        if not problem:
             raise DataFileError(f"{path}: a row without extra_info.problem (re-export it)")
+        gold_of.setdefault(problem, gold)
         response = info.get("response") or ""
-        right = bool(response) and is_correct(info.get("response_answer") or None, gold)
-        examples.append(LatentExample(info["problem"], gold, response if right else None))
-    return examples
+        solutions = right.setdefault(problem, [])
+        if response and is_correct(info.get("response_answer") or None, gold):
+            if response not in (e.solution for e in solutions):
+                solutions.append(LatentExample(problem, gold, response))
+    return [
+        example
+        for problem, gold in gold_of.items()
+        for example in right[problem] or [LatentExample(problem, gold)]
+    ]
 
 
 def latent_examples(source: str, limit: int | None = None) -> list[LatentExample]:

@@ -16,7 +16,9 @@ class LatentSFTSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    data: str = Field(description="problems with answers: a JSONL file or a bundled sample")
+    data: str = Field(
+        description="problems with answers (JSONL, a bundled sample) or rows exported from runs"
+    )
     limit: int | None = Field(default=None, ge=1, description="first N problems")
     graph: str = Field(default="latent_mas", description="the latent topology the adapter serves")
     model: str = "smollm2"

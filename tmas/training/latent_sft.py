@@ -44,8 +44,13 @@ LATENT_RECORD = "latent.json"
 
 
 def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: Any) -> list[dict]:
-    """One example per problem of the data; targets longer than ``max_target_tokens`` are
-    cut (their end-of-turn token kept)."""
+    """One row per example of the data; targets longer than ``max_target_tokens`` are cut
+    (their end-of-turn token kept).
+
+    Example (with ``tmas[train]``)::
+
+        rows = training_rows(LatentSFTSettings(data="gsm8k", limit=4), chain, tokenizer)
+    """
     rows = []
     for example in latent_examples(settings.data, settings.limit):
         row = chain.example(
@@ -60,7 +65,12 @@ def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: An
 
 
 def mean_loss(model: Any, rows: list[dict[str, Any]]) -> float:
-    """The mean target loss over ``rows``, without gradients."""
+    """The mean target loss over ``rows``, without gradients.
+
+    Example (with ``tmas[train]``)::
+
+        before = mean_loss(model, rows[:4])
+    """
     import torch
 
     with torch.no_grad():
@@ -68,7 +78,12 @@ def mean_loss(model: Any, rows: list[dict[str, Any]]) -> float:
 
 
 def make_trainer(model: Any, settings: LatentSFTSettings, out_dir: Path, rows: list, progress):
-    """transformers' Trainer whose loss is stage I then II of each problem of the batch."""
+    """transformers' Trainer whose loss is stage I then II of each problem of the batch.
+
+    Example (with ``tmas[train]``)::
+
+        make_trainer(peft_model, settings, Path("out"), rows, progress=False).train()
+    """
     from torch.utils.data import Dataset
     from transformers import Trainer, TrainingArguments
 
@@ -81,7 +96,8 @@ def make_trainer(model: Any, settings: LatentSFTSettings, out_dir: Path, rows: l
 
     class LatentSFTTrainer(Trainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001
-            losses = [example_loss(model, row) for row in inputs["rows"]]
+            plain = self.accelerator.unwrap_model(model)  # the trace needs the model itself
+            losses = [example_loss(plain, row) for row in inputs["rows"]]
             return sum(losses) / len(losses)
 
     args = TrainingArguments(
@@ -124,6 +140,11 @@ def train_latent(
 
     saved = prepare_output(out_dir, settings)
     chain = LatentChain.from_spec(load_topology(settings.graph))
+    if saved.get("chain") not in (None, chain.describe()):
+        raise ValueError(
+            f"{out_dir} trained another chain of agents than {settings.graph} has now; "
+            "use another --out"
+        )
     device = pick_device(settings.device)
     checkpoint = checkpoint_for(settings.model)
     base, tokenizer = load_base(checkpoint, settings.model, device)
@@ -151,6 +172,7 @@ def train_latent(
         "settings": settings.model_dump(),
         "checkpoint": checkpoint,
         "status": "running",
+        "chain": chain.describe(),
         "loss_before": before,
     }
     write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes

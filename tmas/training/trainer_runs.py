@@ -4,10 +4,12 @@ appended as training logs them, and the finished LoRA adapter written whole."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +167,27 @@ def resume_checkpoint(out_dir: Path, steps: int) -> str | None:
             f"--steps {steps} cannot go back (use another --out)"
         )
     return last
+
+
+@contextlib.contextmanager
+def dataset_bars(shown: bool) -> Iterator[None]:
+    """A context in which ``datasets`` shows its progress bars only if ``shown`` (TRL's
+    tokenising and filtering passes draw their own), as they were afterwards.
+
+    Example:
+        >>> with dataset_bars(False):
+        ...     pass
+    """
+    import datasets
+
+    before = datasets.is_progress_bar_enabled()
+    if not shown:
+        datasets.disable_progress_bars()
+    try:
+        yield
+    finally:
+        if before:
+            datasets.enable_progress_bars()
 
 
 def save_adapter(

@@ -12,14 +12,35 @@ from __future__ import annotations
 from typing import Any
 
 AMX_MARK = "AMX_INT8 = 1"
-REBUILD_HINT = (
-    "rebuild llama-cpp-python without AMX: CFLAGS=-mno-amx-int8 CXXFLAGS=-mno-amx-int8 "
-    "pip install --force-reinstall --no-cache-dir --no-deps llama-cpp-python==0.3.36"
-)
+
+
+def rebuild_hint() -> str:
+    """The command that rebuilds the installed llama-cpp-python without AMX.
+
+    Example:
+        >>> "CFLAGS=-mno-amx-int8" in rebuild_hint()
+        True
+    """
+    from importlib import metadata
+
+    try:
+        pinned = f"llama-cpp-python=={metadata.version('llama-cpp-python')}"
+    except metadata.PackageNotFoundError:
+        pinned = "llama-cpp-python"
+    return (
+        "rebuild llama-cpp-python without AMX: CFLAGS=-mno-amx-int8 CXXFLAGS=-mno-amx-int8 "
+        f"pip install --force-reinstall --no-cache-dir --no-deps {pinned}"
+    )
 
 
 def system_info(lib: Any) -> str:
-    """llama.cpp's one-line description of the CPU features it was built with."""
+    """llama.cpp's one-line description of the CPU features it was built with.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> system_info(SimpleNamespace(llama_print_system_info=lambda: b"CPU : AVX2 = 1 |"))
+        'CPU : AVX2 = 1 |'
+    """
     info = lib.llama_print_system_info()
     return info.decode("utf-8", errors="replace") if isinstance(info, bytes) else str(info)
 

@@ -14,6 +14,7 @@ from its own seeded generator.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,7 +43,12 @@ class Segment:
         return self.latent_steps + (len(self.prompt_ids) if self.keep_prompt else 0)
 
     def record(self) -> dict[str, Any]:
-        """The segment as plain data (for the run's state)."""
+        """The segment as plain data (for the run's state).
+
+        Example:
+            >>> Segment("critic", (5, 6), 2, True, True).record()["prompt_ids"]
+            [5, 6]
+        """
         return {
             "agent": self.agent,
             "prompt_ids": list(self.prompt_ids),
@@ -69,16 +75,21 @@ class Segment:
         )
 
 
-_REALIGNMENTS: dict[int, tuple[Any, Any]] = {}
+_REALIGNMENTS: weakref.WeakKeyDictionary[Any, tuple[Any, Any]] = weakref.WeakKeyDictionary()
 
 
 def realignment(model: Any) -> tuple[Any, Any]:
     """The matrix W = (W_out^T W_out + rI)^-1 W_out^T W_in that maps a last-layer hidden state
     into the input-embedding space, and the mean norm of the input embeddings (computed once
-    per model)."""
+    per model, forgotten with it).
+
+    Example (with ``tmas[train]``)::
+
+        matrix, norm = realignment(model)  # (hidden, hidden) and a scalar
+    """
     import torch
 
-    key = id(model)
+    key = model
     if key not in _REALIGNMENTS:
         with torch.no_grad():
             w_in = model.get_input_embeddings().weight.float()
@@ -91,7 +102,12 @@ def realignment(model: Any) -> tuple[Any, Any]:
 
 def base_weights(model: Any) -> contextlib.AbstractContextManager:
     """A context in which a PEFT model runs without its adapter (a plain model as it is):
-    upstream agents are the base model, a trained adapter belongs to the final agent."""
+    upstream agents are the base model, a trained adapter belongs to the final agent.
+
+    Example:
+        >>> with base_weights(object()):
+        ...     pass
+    """
     disable = getattr(model, "disable_adapter", None)
     return disable() if callable(disable) and hasattr(model, "peft_config") else _nothing()
 
@@ -137,8 +153,14 @@ class LatentTrace:
         """
         return int(self.cache.get_seq_length())
 
-    def forward(self, *, input_ids: Any = None, inputs_embeds: Any = None) -> Any:
-        """Run the model on new tokens (or embeddings) over the cache, which keeps them."""
+    def forward(self, *, input_ids: Any = None, inputs_embeds: Any = None, hidden: bool = False):
+        """Run the model on new tokens (or embeddings) over the cache, which keeps them; with
+        ``hidden`` the output carries every layer's hidden states.
+
+        Example (with ``tmas[train]``)::
+
+            logits = trace.forward(input_ids=torch.tensor([[1, 2, 3]])).logits
+        """
         import torch
 
         width = (input_ids if input_ids is not None else inputs_embeds).shape[1]
@@ -151,7 +173,7 @@ class LatentTrace:
             position_ids=positions,
             past_key_values=self.cache,
             use_cache=True,
-            output_hidden_states=True,
+            output_hidden_states=hidden,
         )
         self.next_position += width
         return output
@@ -169,15 +191,21 @@ class LatentTrace:
         if it is not kept (later agents then see only the latent steps)."""
         import torch
 
-        start = self.length()
-        ids = torch.tensor([segment.prompt_ids], device=self.device)
-        with torch.no_grad():
-            hidden = self.forward(input_ids=ids).hidden_states[-1][:, -1:, :]
-            for _ in range(segment.latent_steps):
-                step = self._latent_input(hidden, segment.realign)
-                hidden = self.forward(inputs_embeds=step).hidden_states[-1][:, -1:, :]
-        if not segment.keep_prompt:
-            self._drop(start, len(segment.prompt_ids))
+        saved = self.mark()
+        start = saved[0]
+        try:
+            ids = torch.tensor([segment.prompt_ids], device=self.device)
+            with torch.no_grad():
+                state = self.forward(input_ids=ids, hidden=True).hidden_states[-1][:, -1:, :]
+                for _ in range(segment.latent_steps):
+                    step = self._latent_input(state, segment.realign)
+                    output = self.forward(inputs_embeds=step, hidden=True)
+                    state = output.hidden_states[-1][:, -1:, :]
+            if not segment.keep_prompt:
+                self._drop(start, len(segment.prompt_ids))
+        except BaseException:  # a segment goes in whole or not at all
+            self.rewind(*saved)
+            raise
         self.segments.append(segment)
 
     def _drop(self, start: int, count: int) -> None:
@@ -190,7 +218,12 @@ class LatentTrace:
             layer.values = torch.cat([values[:, :, :start], values[:, :, start + count :]], dim=2)
 
     def rewind(self, length: int, next_position: int, segments: int) -> None:
-        """Cut the trace back to an earlier state (what :meth:`mark` returned)."""
+        """Cut the trace back to an earlier state (what :meth:`mark` returned).
+
+        Example (with ``tmas[train]``)::
+
+            saved = trace.mark(); trace.add(segment); trace.rewind(*saved)
+        """
         extra = self.length() - length
         if extra > 0:
             self.cache.crop(-extra)
@@ -198,12 +231,22 @@ class LatentTrace:
         del self.segments[segments:]
 
     def mark(self) -> tuple[int, int, int]:
-        """The trace's state now, for :meth:`rewind`."""
+        """The trace's state now (cache length, next position, segments), for :meth:`rewind`.
+
+        Example (with ``tmas[train]``)::
+
+            LatentTrace(model).mark()  # (0, 0, 0)
+        """
         return self.length(), self.next_position, len(self.segments)
 
     def next_logits(self, prompt_ids: list[int]) -> Any:
         """The next-token logits after ``prompt_ids`` read over the trace (the trace is left
-        as it was)."""
+        as it was).
+
+        Example (with ``tmas[train]``)::
+
+            best = int(trace.next_logits(judger_ids).argmax())
+        """
         import torch
 
         saved = self.mark()

@@ -43,6 +43,32 @@ def generated_length(ids: Sequence[int], eos_ids: set[int]) -> tuple[int, bool]:
     return len(ids), False
 
 
+def chat_prompt_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
+    """The token ids of a chat as the model's template writes it, ready for its answer (call
+    it holding the model's lock: fast tokenizers are not re-entrant).
+
+    Example (with ``tmas[train]``)::
+
+        ids = chat_prompt_ids(loaded.tokenizer, [{"role": "user", "content": "Hi"}])
+    """
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def eos_ids(loaded: LoadedModel) -> set[int]:
+    """The tokens that end an answer: the generation config's and the tokenizer's.
+
+    Example (with ``tmas[train]``)::
+
+        eos_ids(load_model("smollm2"))  # {2}
+    """
+    eos = loaded.model.generation_config.eos_token_id
+    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    if loaded.tokenizer.eos_token_id is not None:
+        ids.add(loaded.tokenizer.eos_token_id)
+    return {int(i) for i in ids}
+
+
 def generate(
     loaded: LoadedModel,
     messages: list[dict[str, str]],
@@ -70,13 +96,15 @@ def generate(
         sampling.update(temperature=float(temperature), top_p=float(top_p), top_k=0)
     if stop:
         sampling.update(stop_strings=list(stop), tokenizer=tokenizer)
-    eos = loaded.model.generation_config.eos_token_id
-    eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    ends = eos_ids(loaded)
     # One call at a time: the model, and the tokenizer (fast tokenizers are not re-entrant).
     with loaded.lock, torch.inference_mode(), seeded(seed, temperature, loaded.device):
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        inputs = tokenizer(text, return_tensors="pt", add_special_tokens=False).to(loaded.device)
-        prompt_tokens = int(inputs["input_ids"].shape[1])
+        ids = chat_prompt_ids(tokenizer, messages)
+        inputs = {
+            "input_ids": torch.tensor([ids], device=loaded.device),
+            "attention_mask": torch.ones(1, len(ids), dtype=torch.long, device=loaded.device),
+        }
+        prompt_tokens = len(ids)
         output = loaded.model.generate(
             **inputs,
             max_new_tokens=int(max_tokens),
@@ -86,7 +114,7 @@ def generate(
         )
         choices = []
         for row in output[:, prompt_tokens:].tolist():
-            length, ended = generated_length(row, eos_ids)
+            length, ended = generated_length(row, ends)
             answer, stopped = cut_at_stop(
                 tokenizer.decode(row[:length], skip_special_tokens=True), stop
             )

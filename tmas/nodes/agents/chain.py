@@ -5,17 +5,16 @@ Every agent's prompt is the template ``mas/<agent>`` (fields ``problem`` and ``n
 the system prompt ``mas/system`` (field ``agent``); a topology adds agents by naming new
 templates in its ``prompts:`` block. Agents that pass text fill ``notes`` with what the agents
 before them wrote; agents that pass latents leave it empty (the shared cache carries it).
-The chain's records live in ``extras["agents"]``, one per agent, in order.
+The chain's records live in ``extras["agents"]``, one per agent, in order (the final agent's
+record is the same for each of its answers).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tmas.answers.parsing import extract_answer
-from tmas.lifecycle.events import emit
 from tmas.nodes.prompts import PromptSet
-from tmas.state import Candidate, RunState
+from tmas.state import RunState
 
 AGENTS_KEY = "agents"
 
@@ -30,18 +29,16 @@ def agent_template(agent: str) -> str:
     return f"mas/{agent}"
 
 
-def template_problems(prompts: PromptSet, agent: str) -> list[str]:
-    """Why ``agent`` has no usable prompt (empty when it has one).
+def missing_template(prompts: PromptSet, agent: str) -> str | None:
+    """Why ``agent`` has no usable prompt (None when it has one).
 
     Example:
-        >>> template_problems(PromptSet(), "nobody")
-        ["agent 'nobody' has no prompt template mas/nobody (add it under prompts:)"]
+        >>> missing_template(PromptSet(), "nobody")
+        "agent 'nobody' has no prompt template mas/nobody (add it under prompts:)"
     """
     if prompts.has(agent_template(agent)):
-        return []
-    return [
-        f"agent {agent!r} has no prompt template {agent_template(agent)} (add it under prompts:)"
-    ]
+        return None
+    return f"agent {agent!r} has no prompt template {agent_template(agent)} (add it under prompts:)"
 
 
 def chain_records(state: RunState) -> list[dict[str, Any]]:
@@ -120,36 +117,3 @@ def with_record(state: RunState, record: dict[str, Any]) -> dict[str, Any]:
         {'extras': {'agents': [{'agent': 'planner', 'iteration': 0}]}}
     """
     return {"extras": {AGENTS_KEY: [*chain_records(state), record]}}
-
-
-def answer_candidate(
-    plan: dict[str, Any], text: str, input_tokens: int, output_tokens: int
-) -> Candidate:
-    """The candidate one final answer makes (announced as a live ``candidate`` event).
-
-    Example:
-        >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None}
-        >>> answer_candidate(plan, "so \\\\boxed{5}", 20, 4)["answer"]
-        '5'
-    """
-    parsed = extract_answer(text)
-    candidate: Candidate = {
-        "iteration": plan["iteration"],
-        "index": plan["index"],
-        "mode": plan["mode"],
-        "parent_index": plan.get("parent_index"),
-        "text": text,
-        "answer": parsed.value,  # type: ignore[typeddict-item]
-        "input_tokens": input_tokens,
-        "output_tokens": output_tokens,
-        "experience_ids": [],
-    }
-    emit(
-        "candidate",
-        iteration=plan["iteration"],
-        index=plan["index"],
-        mode=plan["mode"],
-        answer=parsed.value,
-        output_tokens=output_tokens,
-    )
-    return candidate

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.answers.parsing import extract_answer
 from tmas.config import TMASConfig
-from tmas.lifecycle.events import emit
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
-from tmas.nodes.common import AgentNode, agent_update
+from tmas.nodes.common import AgentNode, answer_update
 from tmas.nodes.control.planners import BUILTIN_MODES
 from tmas.nodes.prompts import PromptSet
 from tmas.state import Candidate, RunState
@@ -133,36 +131,8 @@ class Solve(AgentNode):
             plan["seed"],
             prompt=f"solver/{plan['mode']}",
         )
-        parsed = extract_answer(reply.text)
-        candidate: Candidate = {
-            "iteration": plan["iteration"],
-            "index": plan["index"],
-            "mode": plan["mode"],
-            "parent_index": plan["parent_index"],
-            "text": reply.text,
-            "answer": parsed.value,  # type: ignore[typeddict-item]
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-            "experience_ids": [e["id"] for e in task.get("experiences", [])],
-            "references": list(plan.get("references", [])),
-        }
-        emit(
-            "candidate",
-            iteration=plan["iteration"],
-            index=plan["index"],
-            mode=plan["mode"],
-            answer=parsed.value,
-            output_tokens=reply.output_tokens,
-        )
-        return agent_update(
-            "candidates",
-            [candidate],
-            "solver",
-            reply,
-            parsed,
-            iteration=plan["iteration"],
-            index=plan["index"],
-        )
+        experience_ids = [e["id"] for e in task.get("experiences", [])]
+        return answer_update(plan, reply, "solver", experience_ids)
 
     def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
         """The candidate that stands for a failed solver call (:func:`failed_candidate`)."""

@@ -7,24 +7,24 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelRouter
+from tmas.llm.router import Completion, ModelRouter
 from tmas.nodes.agents.chain import (
     agent_messages,
     agent_template,
-    answer_candidate,
     chain_records,
     notes_of,
     with_record,
 )
 from tmas.nodes.agents.solver import failed_candidate
+from tmas.nodes.common import answer_update
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import RunState
 
 
 class TextAgent:
-    """Node: one agent writes its notes for the agents after it (or, ``final``, the answer of
-    one plan: a task of ``chain_answer_tasks``).
+    """Node: one agent writes its notes for the agents after it (a failed call leaves them
+    out: the chain goes on).
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
@@ -35,18 +35,13 @@ class TextAgent:
     """
 
     def __init__(
-        self,
-        router: ModelRouter,
-        config: TMASConfig,
-        prompts: PromptSet,
-        role: Role,
-        agent: str,
-        final: bool = False,
+        self, router: ModelRouter, config: TMASConfig, prompts: PromptSet, role: Role, agent: str
     ) -> None:
         self.router, self.config, self.prompts = router, config, prompts
-        self.role, self.agent, self.final = role, agent, final
+        self.role, self.agent = role, agent
 
-    def _ask(self, state: RunState, seed: int) -> Any:
+    def ask(self, state: RunState, seed: int) -> Completion:
+        """The agent's reply to the problem and the notes of the agents before it."""
         notes = notes_of(self.prompts, chain_records(state))
         system, user = agent_messages(self.prompts, self.agent, state["problem"], notes)
         return self.router.complete(
@@ -59,25 +54,29 @@ class TextAgent:
         )
 
     def __call__(self, state: RunState) -> dict[str, Any]:
-        iteration = state.get("iteration", 0)
-        if self.final:  # a task of chain_answer_tasks: one plan's answer
-            plan = state["plan"]  # type: ignore[typeddict-item]
-            reply = self._ask(state, plan["seed"])
-            candidate = answer_candidate(plan, reply.text, reply.input_tokens, reply.output_tokens)
-            record = {"agent": self.agent, "iteration": iteration}
-            return {"candidates": [candidate], **with_record(state, record),
-                    "usage": reply.usage(self.role)}  # fmt: skip
-        reply = self._ask(state, self.config.seed)
+        reply = self.ask(state, self.config.seed)
         record = {
             "agent": self.agent,
-            "iteration": iteration,
+            "iteration": state.get("iteration", 0),
             "text": reply.text,
             "prompt_tokens": reply.input_tokens,
             "output_tokens": reply.output_tokens,
         }
         return {**with_record(state, record), "usage": reply.usage(self.role)}
 
+
+class TextAnswer(TextAgent):
+    """Node: the final agent answers one plan (a task of ``chain_answer_tasks``) from the
+    notes; a failed call stands as a failed candidate."""
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        plan = task["plan"]
+        update = answer_update(plan, self.ask(task, plan["seed"]), self.role)
+        return {
+            **update,
+            **with_record(task, {"agent": self.agent, "iteration": plan["iteration"]}),
+        }
+
     def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
-        """A final agent's failed answer stands as a failed candidate; an upstream agent's
-        failure leaves its notes out."""
-        return {"candidates": [failed_candidate(task, error)]} if self.final else {}
+        """The candidate that stands for a failed answer."""
+        return {"candidates": [failed_candidate(task, error)]}
