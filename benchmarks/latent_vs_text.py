@@ -17,14 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from hybrid_rl import make_problem
+from hybrid_rl import make_problem, run
 
 BUDGET = 128
 CHAIN = ("planner", "critic", "refiner", "judger")
@@ -44,15 +41,6 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def tmas(*args: str) -> float:
-    """Run a ``tmas`` command; its wall time (exit on failure)."""
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "tmas.cli", *args], text=True)
-    if done.returncode not in (0, 3):  # 3: finished with degraded problems
-        sys.exit(f"tmas {args[0]} failed with exit code {done.returncode}")
-    return time.monotonic() - started
-
-
 def evaluate(graph: str, data: Path, out: Path, model: str, adapter: Path | None) -> float:
     roles = {role: {"max_tokens": BUDGET} for role in CHAIN}
     command = [
@@ -64,7 +52,7 @@ def evaluate(graph: str, data: Path, out: Path, model: str, adapter: Path | None
         command += ["--set", f"roles={json.dumps(roles)}"]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    return tmas(*command)
+    return run(command, f"tmas eval of {graph}")
 
 
 def measured(out: Path, wall: float) -> dict[str, float]:
@@ -106,8 +94,9 @@ def main() -> None:
                          ("latent_mas", "latent_mas")):  # fmt: skip
         wall = evaluate(graph, test, out / graph, args.model, None)
         results[label] = measured(out / graph, wall)
-    train_wall = tmas("train", "latent", str(train), "--out", str(out / "diffmas"), "--model",
-                      args.model, "--steps", str(args.steps), "--quiet")  # fmt: skip
+    training = ["train", "latent", str(train), "--out", str(out / "diffmas"), "--model",
+                args.model, "--steps", str(args.steps), "--quiet"]  # fmt: skip
+    train_wall = run(training, "tmas train latent")
     record = json.loads((out / "diffmas" / "training.json").read_text())
     adapter = out / "diffmas" / "adapter"
     wall = evaluate("latent_mas", test, out / "latent_mas_trained", args.model, adapter)

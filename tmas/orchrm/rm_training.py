@@ -35,6 +35,8 @@ from tmas.training.trainer_runs import (
     metrics_callback,
     prepare_output,
     save_adapter,
+    trainer_arguments,
+    without_log_printing,
     write_json,
 )
 
@@ -117,21 +119,13 @@ def trainer_config(settings: RewardModelSettings, out_dir: Path, progress: bool,
     from trl import RewardConfig
 
     return RewardConfig(
-        output_dir=str(out_dir / "checkpoints"),
+        **trainer_arguments(settings, out_dir, progress),
         num_train_epochs=settings.epochs,
         per_device_train_batch_size=settings.batch_size,
         per_device_eval_batch_size=settings.batch_size,
         learning_rate=settings.learning_rate,
         max_length=settings.max_length,
-        logging_steps=1,
         eval_strategy="epoch" if held_out else "no",
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        seed=settings.seed,
-        report_to="none",
-        use_cpu=pick_device(settings.device) == "cpu",
-        bf16=False,
-        disable_tqdm=not progress,
     )
 
 
@@ -198,10 +192,7 @@ def train_reward_model(
             ),
             callbacks=[metrics_callback(metrics_path)],
         )
-    if not progress:  # with the bar off, transformers prints every log line instead
-        from transformers import PrinterCallback
-
-        trainer.remove_callback(PrinterCallback)
+    without_log_printing(trainer, progress)
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     trainer.model.eval()

@@ -33,6 +33,7 @@ from tmas.training.trainer_runs import (
     prepare_output,
     resume_checkpoint,
     save_adapter,
+    trainer_arguments,
     write_json,
 )
 from tmas.training.trl_rewards import TRLRewards
@@ -68,9 +69,8 @@ def trainer_config(settings: GRPOSettings, out_dir: Path, progress: bool, weight
     """TRL's GRPOConfig for ``settings``."""
     from trl import GRPOConfig
 
-    on_cpu = pick_device(settings.device) == "cpu"
     return GRPOConfig(
-        output_dir=str(out_dir / "checkpoints"),
+        **trainer_arguments(settings, out_dir, progress),
         max_steps=settings.steps,
         per_device_train_batch_size=settings.batch_size,
         num_generations=settings.num_generations,
@@ -79,15 +79,7 @@ def trainer_config(settings: GRPOSettings, out_dir: Path, progress: bool, weight
         beta=settings.beta,
         temperature=settings.temperature,
         reward_weights=weights,
-        logging_steps=1,
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        seed=settings.seed,
-        report_to="none",
-        use_cpu=on_cpu,
-        bf16=False,
         use_vllm=settings.use_vllm,
-        disable_tqdm=not progress,
     )
 
 

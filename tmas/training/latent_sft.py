@@ -37,6 +37,8 @@ from tmas.training.trainer_runs import (
     prepare_output,
     resume_checkpoint,
     save_adapter,
+    trainer_arguments,
+    without_log_printing,
     write_json,
 )
 
@@ -101,19 +103,11 @@ def make_trainer(model: Any, settings: LatentSFTSettings, out_dir: Path, rows: l
             return sum(losses) / len(losses)
 
     args = TrainingArguments(
-        output_dir=str(out_dir / "checkpoints"),
+        **trainer_arguments(settings, out_dir, progress),
         max_steps=settings.steps,
         per_device_train_batch_size=settings.batch_size,
         learning_rate=settings.learning_rate,
-        logging_steps=1,
-        save_steps=settings.save_every,
-        save_total_limit=2,
-        seed=settings.seed,
-        report_to="none",
-        use_cpu=pick_device(settings.device) == "cpu",
-        bf16=False,
         remove_unused_columns=False,
-        disable_tqdm=not progress,
     )
     return LatentSFTTrainer(
         model=model,
@@ -179,10 +173,7 @@ def train_latent(
     shutil.rmtree(out_dir / "adapter", ignore_errors=True)
     keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
     trainer = make_trainer(model, settings, out_dir, rows, progress)
-    if not progress:  # with the bar off, transformers prints every log line instead
-        from transformers import PrinterCallback
-
-        trainer.remove_callback(PrinterCallback)
+    without_log_printing(trainer, progress)
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     model.eval()

@@ -151,6 +151,48 @@ def last_complete_checkpoint(folder: Path) -> str | None:
     return None
 
 
+def trainer_arguments(settings: Any, out_dir: Path, progress: bool) -> dict[str, Any]:
+    """The arguments every trainer of ours gives transformers' (or TRL's) config: checkpoints
+    under ``out_dir/checkpoints`` every ``settings.save_every`` steps (two kept), a log line
+    every step, the seed, the device, no reporting service, the bar only with ``progress``.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> args = trainer_arguments(SimpleNamespace(save_every=5, seed=1, device="cpu"),
+        ...                          Path("/out"), progress=False)
+        >>> args["save_steps"], args["use_cpu"], args["disable_tqdm"]
+        (5, True, True)
+    """
+    from tmas.llm.hf.model_loading import pick_device
+
+    return {
+        "output_dir": str(out_dir / "checkpoints"),
+        "logging_steps": 1,
+        "save_steps": settings.save_every,
+        "save_total_limit": 2,
+        "seed": settings.seed,
+        "report_to": "none",
+        "use_cpu": pick_device(settings.device) == "cpu",
+        "bf16": False,
+        "disable_tqdm": not progress,
+    }
+
+
+def without_log_printing(trainer: Any, progress: bool) -> Any:
+    """``trainer`` without transformers' printer of every log line when the progress bar is
+    off (it prints them then; ``metrics.jsonl`` has them).
+
+    Example (with ``tmas[train]``)::
+
+        trainer = without_log_printing(Trainer(...), progress=False)
+    """
+    if not progress:
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)
+    return trainer
+
+
 def resume_checkpoint(out_dir: Path, steps: int) -> str | None:
     """The checkpoint a rerun resumes from (None: start afresh); ValueError when the folder is
     already trained past ``steps``.
