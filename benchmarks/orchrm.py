@@ -63,12 +63,12 @@ def run(command: list[str]) -> str:
     return done.stdout
 
 
-def evaluate(plan: dict[str, Any], data: Path, out: Path, model: str, tokens: int) -> Path:
-    """Evaluate one plan (resumable: a rerun finishes what is missing)."""
+def evaluate(plan: dict[str, Any], data: Path, out: Path, model: str) -> Path:
+    """Evaluate one plan with its settings (resumable: a rerun finishes what is missing)."""
     folder = out / f"eval-{plan['name']}"
     sets = [f"{k}={json.dumps(v)}" for k, v in plan["settings"].items()]
     command = ["tmas", "eval", "--data", str(data), "--out", str(folder), "--graph", plan["graph"]]
-    command += ["--model", model, "--max-tokens", str(tokens), "--concurrency", "2", "--quiet"]
+    command += ["--model", model, "--concurrency", "2", "--quiet"]
     for item in sets:
         command += ["--set", item]
     run(command)
@@ -100,13 +100,15 @@ def main() -> None:
         data_files[split] = args.out / f"{split}.jsonl"
         data_files[split].write_text("".join(p.model_dump_json() + "\n" for p in chosen))
     space_path = args.out / "plans.yaml"
+    for plan in PLAN_SPACE["plans"]:  # the answer budget is a setting of every plan
+        plan["settings"]["solver_max_tokens"] = args.max_tokens
     space_path.write_text(yaml.safe_dump(PLAN_SPACE, sort_keys=False))
     started = time.monotonic()
     folders: dict[str, dict[str, Path]] = {"train": {}, "test": {}}
     for split in ("train", "test"):
         for plan in PLAN_SPACE["plans"]:
             folders[split][plan["name"]] = evaluate(
-                plan, data_files[split], args.out / split, args.model, args.max_tokens
+                plan, data_files[split], args.out / split, args.model
             )
     eval_seconds = time.monotonic() - started
     pairs = args.out / "pairs.jsonl"
@@ -155,7 +157,12 @@ def main() -> None:
           f"{random_cost / reference:.2f} |")  # fmt: skip
     oracle = mean(any(results[n][i]["correct"] for n in results) for i in ids)
     print(f"| oracle (any plan right) | {oracle:.1%} | - | - |")
-    minutes = f"evaluations {eval_seconds / 60:.1f} min, training {train_seconds / 60:.1f} min"
+    trained_for = json.loads((args.out / "rm" / "training.json").read_text())["train_seconds"]
+    minutes = (
+        f"this invocation: evaluations {eval_seconds / 60:.1f} min (finished problems are not "
+        f"run again), training {train_seconds / 60:.1f} min; the reward model trained for "
+        f"{trained_for / 60:.1f} min"
+    )
     print(f"\n{len(splits['train'])} train / {len(ids)} test problems; {minutes}")
 
 
