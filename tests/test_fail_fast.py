@@ -85,8 +85,9 @@ def test_an_unknown_role_model_stops_the_run_and_a_corrected_resume_finishes(
         assert "does not know this model or path (HTTP 404)" in typo.output
         assert set(server.refused) == {404} and len(server.refused) <= 2
 
-        bad = cli("resume", "r1", "--db", str(db), "--role-model", "critic=scripted", env={})
-        assert bad.exit_code == 2 and "critic" in bad.output  # a bad value changes nothing
+        bad = cli("resume", "r1", "--db", str(db), "--role-model", "no_such_role=scripted",
+                  env={})  # fmt: skip
+        assert bad.exit_code == 2 and "no_such_role" in bad.output  # a bad value changes nothing
         fixed = cli("resume", "r1", "--db", str(db), "--quiet", "--role-model",
                     "summary=scripted", env={})  # fmt: skip
         assert fixed.exit_code == 0, fixed.output
