@@ -289,3 +289,26 @@ def test_plain_text_fallback_keeps_the_number_of_a_phrase() -> None:
     assert parsed.value == "21"
     assert parsed.problem is not None and "plain-text" in parsed.problem
     assert extract_answer("The answer is that nobody knows.").value is None
+
+
+def test_parse_issues_are_windowed_like_the_history(tmp_path) -> None:
+    from tmas.storage.sqlite import connect, open_checkpointer
+
+    config = TMASConfig(n_candidates=2, n_verifications=1, max_iterations=6, history_window=2)
+    saver = open_checkpointer(connect(tmp_path / "runs.sqlite"))
+    graph = build_tmas_graph(
+        config, llm=ScriptedChatModel(replies=MumblingReplies()), checkpointer=saver
+    )
+    thread = {"configurable": {"thread_id": "mumbling"}}
+    state = graph.invoke({"problem": "What is 9 + 9?"}, thread)
+
+    kept = {issue["iteration"] for issue in state["parse_issues"]}
+    assert kept == {5, 6}  # the last two iterations only
+    per_iteration = 2 + 2 + 2  # two solvers, two verifiers, two guidelines: all mumble
+    assert len(state["parse_issues"]) == 2 * per_iteration
+    earlier = [
+        snapshot.values.get("parse_issues", [])
+        for snapshot in graph.get_state_history(thread)
+        if snapshot.values.get("iteration") == 3 and snapshot.next == ("record_iteration",)
+    ]
+    assert earlier and {i["iteration"] for i in earlier[0]} == {1, 2, 3}  # kept there

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from langgraph.types import Overwrite
+
 Mode = str
 """A candidate's mode: initial, exploit, explore, reference, aggregate, experience, or one a
 plugin's planner declares (see :mod:`tmas.nodes.control.planners`)."""
@@ -190,6 +192,32 @@ def append_capped(left: list | None, right: list | None) -> list:
         200
     """
     return (list(left or []) + list(right or []))[-PARSE_ISSUE_CAP:]
+
+
+DIAGNOSTIC_KEYS = ("parse_issues", "call_failures")
+
+
+def windowed_diagnostics(state: Mapping[str, Any], iteration: int, window: int) -> dict[str, Any]:
+    """Updates that keep only the diagnostics (parse issues, call failures) of the last
+    ``window`` iterations up to ``iteration``, for each list that would shrink; they replace
+    the list (LangGraph's ``Overwrite``), so a run whose replies keep breaking the format does
+    not grow its checkpoints. Older entries stay in the earlier checkpoints.
+
+    Example:
+        >>> state = {"parse_issues": [{"iteration": 1}, {"iteration": 3}], "call_failures": []}
+        >>> windowed_diagnostics(state, 3, 2)["parse_issues"].value
+        [{'iteration': 3}]
+        >>> windowed_diagnostics(state, 3, 5)
+        {}
+    """
+    first = iteration - window + 1
+    updates: dict[str, Any] = {}
+    for key in DIAGNOSTIC_KEYS:
+        items = state.get(key) or []
+        kept = [i for i in items if i.get("iteration") is None or i["iteration"] >= first]
+        if len(kept) < len(items):
+            updates[key] = Overwrite(kept)
+    return updates
 
 
 def add_usage(left: dict | None, right: dict | None) -> dict[str, Usage]:

@@ -13,7 +13,7 @@ from tmas.nodes.agents.summarizer import mean_score
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_rule
 from tmas.nodes.control.stop_rules import consensus
 from tmas.nodes.control.voting import add_vote, tally, weighted_vote, winner
-from tmas.state import Candidate, IterationRecord, RunState, failed
+from tmas.state import Candidate, IterationRecord, RunState, failed, windowed_diagnostics
 
 
 def candidate_scores(state: RunState, candidates: list[Candidate]) -> list[float | None]:
@@ -111,6 +111,7 @@ class RecordIteration:
             "final_answer": final_answer,
             "selection": self.selection,
             "stop_reason": self.stop_reason(record, state),
+            **windowed_diagnostics(state, record["iteration"], self.config.history_window),
         }
 
     def stop_reason(self, record: IterationRecord, state: RunState) -> str | None:
