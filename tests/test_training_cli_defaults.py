@@ -17,7 +17,7 @@ RENAMED = {"generations": "num_generations"}  # option name -> settings field
 def command(*path: str):
     found = typer.main.get_command(app)
     for name in path:
-        found = found.commands[name]
+        found = found.load(name) if hasattr(found, "load") else found.commands[name]
     return found
 
 

@@ -14,14 +14,51 @@ Example:
     ('max_iterations', False)
 """
 
-from tmas.api import CustomModelError, build_graph, build_tmas_graph, load_topology
-from tmas.config import RoleModel, TMASConfig
-from tmas.graphs.bundled import bundled_names
-from tmas.graphs.settings import topology_config
-from tmas.graphs.spec import GraphSpec, SpecError
-from tmas.lifecycle.manager import RunOutcome
-from tmas.llm.backend import BackendSpec
-from tmas.saved_runs import evaluate, fork, resume, solve
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tmas.api import CustomModelError, build_graph, build_tmas_graph, load_topology
+    from tmas.config import RoleModel, TMASConfig
+    from tmas.graphs.bundled import bundled_names
+    from tmas.graphs.settings import topology_config
+    from tmas.graphs.spec import GraphSpec, SpecError
+    from tmas.lifecycle.manager import RunOutcome
+    from tmas.llm.backend import BackendSpec
+    from tmas.saved_runs import evaluate, fork, resume, solve
+
+_HOMES = {
+    "BackendSpec": "tmas.llm.backend",
+    "CustomModelError": "tmas.api",
+    "GraphSpec": "tmas.graphs.spec",
+    "RoleModel": "tmas.config",
+    "RunOutcome": "tmas.lifecycle.manager",
+    "SpecError": "tmas.graphs.spec",
+    "TMASConfig": "tmas.config",
+    "build_graph": "tmas.api",
+    "build_tmas_graph": "tmas.api",
+    "bundled_names": "tmas.graphs.bundled",
+    "evaluate": "tmas.saved_runs",
+    "fork": "tmas.saved_runs",
+    "load_topology": "tmas.api",
+    "resume": "tmas.saved_runs",
+    "solve": "tmas.saved_runs",
+    "topology_config": "tmas.graphs.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The public API, imported on first use (``import tmas`` stays cheap: the command line
+    loads LangGraph, LangChain and the backends only for the commands that need them)."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tmas' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "BackendSpec",

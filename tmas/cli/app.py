@@ -1,44 +1,79 @@
 """The ``tmas`` command line: solve a problem; list, show, resume, fork and trace saved runs;
 evaluate, compare and draw topologies; export runs for training and train; choose plans with
-a plan reward model. Each command lives
-in its own module."""
+a plan reward model. Each command lives in its own module, imported only when it runs."""
 
 from __future__ import annotations
 
 import typer
 
-from tmas.cli.compare import compare
-from tmas.cli.evaluate import evaluate
-from tmas.cli.export import export_app
-from tmas.cli.fork import fork
-from tmas.cli.graph import graph
-from tmas.cli.graphs import graphs
-from tmas.cli.orchrm import orchrm_app
-from tmas.cli.resume import resume
-from tmas.cli.runs import runs
-from tmas.cli.show import show
-from tmas.cli.solve import solve
-from tmas.cli.trace import trace
-from tmas.cli.train import train_app
+from tmas.cli.lazy import LazyCommand, LazyCommands
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
-for _name, _command in (
-    ("solve", solve),
-    ("resume", resume),
-    ("runs", runs),
-    ("show", show),
-    ("graphs", graphs),
-    ("eval", evaluate),
-    ("graph", graph),
-    ("fork", fork),
-    ("trace", trace),
-    ("compare", compare),
-):
-    app.command(_name)(_command)
-app.add_typer(export_app, name="export")
-app.add_typer(train_app, name="train")
-app.add_typer(orchrm_app, name="orchrm")
+class TmasCommands(LazyCommands):
+    """The commands of ``tmas``, in the order ``tmas --help`` lists them."""
+
+    ENTRIES = (
+        LazyCommand(
+            "solve", "tmas.cli.solve", "solve",
+            "Run a reasoning topology (TMAS by default) on one problem and print the answer.",
+        ),
+        LazyCommand(
+            "resume", "tmas.cli.resume", "resume",
+            "Continue an interrupted or paused run from its last checkpoint, repeating no "
+            "finished call",
+        ),
+        LazyCommand(
+            "runs", "tmas.cli.runs", "runs",
+            "List saved runs: id, status, iterations done, answer, problem.",
+        ),
+        LazyCommand(
+            "show", "tmas.cli.show", "show",
+            "Print a run's per-iteration table and its final answer",
+        ),
+        LazyCommand(
+            "graphs", "tmas.cli.graphs", "graphs",
+            "List the bundled topologies (run one with: tmas solve --graph NAME).",
+        ),
+        LazyCommand(
+            "eval", "tmas.cli.evaluate", "evaluate",
+            "Evaluate a topology on a data set; rerun the same command to finish an "
+            "interrupted one.",
+        ),
+        LazyCommand(
+            "graph", "tmas.cli.graph", "graph",
+            "Draw a topology (bundled name or spec file): fan-outs, loops and their exits shown.",
+        ),
+        LazyCommand(
+            "fork", "tmas.cli.fork", "fork",
+            "Start a new run from RUN_ID's state after --iteration K, with --set changes.",
+        ),
+        LazyCommand(
+            "trace", "tmas.cli.trace", "trace",
+            "Write a run's iterations, candidates, checks, banks and votes as an HTML page.",
+        ),
+        LazyCommand(
+            "compare", "tmas.cli.compare", "compare",
+            "Compare evaluations side by side; write accuracy plots (PNG, drawn offline).",
+        ),
+        LazyCommand("export", "tmas.cli.export", "export_app", "Export saved runs for training."),
+        LazyCommand(
+            "train", "tmas.cli.train", "train_app",
+            "Train agents: the solver on saved runs, a latent final agent.",
+        ),
+        LazyCommand(
+            "orchrm", "tmas.cli.orchrm", "orchrm_app",
+            "Plan reward modelling: choose the plan before running it.",
+        ),
+    )  # fmt: skip
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__, cls=TmasCommands)
+
+
+@app.callback()
+def _tmas() -> None:
+    """The ``tmas`` group itself does nothing; its commands do the work."""
+
 
 if __name__ == "__main__":
     app()
