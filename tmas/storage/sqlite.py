@@ -6,13 +6,15 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.store.sqlite import SqliteStore
 
 from tmas.storage.sqlite_files import open_tracked
+
+if TYPE_CHECKING:
+    from langgraph.store.sqlite import SqliteStore
 
 
 class StorageError(RuntimeError):
@@ -247,7 +249,10 @@ def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
 
 def open_store(conn: sqlite3.Connection) -> SqliteStore:
     """A LangGraph store in the same database file (its own connection), for topologies whose
-    agents share memory while they run (DeLM's task queue and notes)."""
+    agents share memory while they run (DeLM's task queue and notes; imported here, as it
+    loads NumPy)."""
+    from langgraph.store.sqlite import SqliteStore
+
     path = _location(conn)
     store = SqliteStore(connect(path, autocommit=True) if path != ":memory:" else conn)
     try:

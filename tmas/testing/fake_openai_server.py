@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
+from tmas.testing.latency import LogNormalLatency, latency_model
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 from tmas.testing.server_process import (
     add_server_arguments,
     atomic_write,
+    latency_of,
     replies_of,
     serve_until_signal,
 )
@@ -144,7 +146,8 @@ class FakeOpenAIServer:
 
     Args:
         replies: The scripted replies; the default ``ScriptedReplies()`` if None.
-        latency_s: Seconds to wait before each chat completion is answered.
+        latency_s: Seconds to wait before each chat completion is answered, or a
+            :class:`~tmas.testing.latency.LogNormalLatency` drawing each request's own.
         host: A loopback address to bind (anything else raises ``ValueError``).
         port: The port to bind; 0 picks a free one.
         max_requests: Chat completions to serve; later ones get HTTP 503.
@@ -168,7 +171,7 @@ class FakeOpenAIServer:
     def __init__(
         self,
         replies: ScriptedReplies | None = None,
-        latency_s: float = 0.0,
+        latency_s: float | LogNormalLatency = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
         max_requests: int = 100_000,
@@ -180,10 +183,8 @@ class FakeOpenAIServer:
     ) -> None:
         if not _is_loopback(host):
             raise ValueError(f"FakeOpenAIServer binds loopback addresses only, not {host!r}")
-        if latency_s < 0:
-            raise ValueError("latency_s must be >= 0")
+        self.latency = latency_model(latency_s)
         self.replies = replies if replies is not None else ScriptedReplies()
-        self.latency_s = latency_s
         self.host = host.strip("[]")
         self.port = port
         self.max_requests = max_requests
@@ -198,6 +199,7 @@ class FakeOpenAIServer:
         self._in_flight = 0
         self._max_in_flight = 0
         self._requests: deque[dict[str, Any]] = deque(maxlen=MAX_STORED_REQUESTS)
+        self._timings: deque[dict[str, Any]] = deque(maxlen=MAX_STORED_REQUESTS)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -234,6 +236,13 @@ class FakeOpenAIServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def timings(self) -> list[dict[str, Any]]:
+        """Each answered completion: its ``role``, ``seed``, the ``latency_s`` it was given,
+        and when it ``arrived`` and was ``answered`` (``time.time()``)."""
+        with self._lock:
+            return list(self._timings)
 
     @property
     def base_url(self) -> str:
@@ -311,13 +320,15 @@ class FakeOpenAIServer:
         if over:
             handler._send_error(503, "request limit reached", "server_error")
             return
+        tagged = body.get("tmas") or {}
+        timing = {"role": tagged.get("role"), "seed": body.get("seed"), "arrived": time.time()}
+        timing["latency_s"] = self.latency.draw(timing["role"], str(body.get("seed", "")))
         try:
-            time.sleep(self.latency_s)
+            time.sleep(timing["latency_s"])
             flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1
             if content is None:
-                tagged = body.get("tmas") or {}
                 content = scripted_reply(
                     self.replies,
                     flat,
@@ -331,6 +342,7 @@ class FakeOpenAIServer:
             with self._lock:
                 self._completed += 1
                 count = self._completed
+                self._timings.append({**timing, "answered": time.time()})
             if self.on_complete is not None:
                 self.on_complete(count)
             head = {
@@ -406,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
         atomic_write(count_file, "0\n")
     server = FakeOpenAIServer(
         replies_of(args),
-        latency_s=args.latency,
+        latency_s=latency_of(args),
         host=args.host,
         port=args.port,
         max_requests=args.max_requests,

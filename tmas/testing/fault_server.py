@@ -25,7 +25,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tmas.testing.fake_openai_server import FakeOpenAIServer, ScriptedReplies, _Handler
-from tmas.testing.server_process import add_server_arguments, replies_of, serve_until_signal
+from tmas.testing.latency import LogNormalLatency
+from tmas.testing.server_process import (
+    add_server_arguments,
+    latency_of,
+    replies_of,
+    serve_until_signal,
+)
 
 FAULT_KINDS = ("http_500", "http_429", "timeout", "drop", "malformed", "empty", "slow")
 """Every fault kind, in the order the seeded draw visits them."""
@@ -95,7 +101,7 @@ class FaultInjectingServer(FakeOpenAIServer):
         max_requests: int = 10_000,
         max_lifetime_s: float = 600.0,
         replies: ScriptedReplies | None = None,
-        latency_s: float = 0.0,
+        latency_s: float | LogNormalLatency = 0.0,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -263,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             max_requests=args.max_requests,
             max_lifetime_s=args.max_lifetime,
             replies=replies_of(args),
-            latency_s=args.latency,
+            latency_s=latency_of(args),
             host=args.host,
             port=args.port,
         )

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tmas.testing.latency import LogNormalLatency
 from tmas.testing.scripted import ScriptedReplies
 
 
@@ -40,8 +41,23 @@ def add_server_arguments(parser: argparse.ArgumentParser, port: int) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=port)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per completion")
+    parser.add_argument(
+        "--latency-sigma", type=float, default=0.0,
+        help="draw each latency from a log-normal with --latency as median and this sigma",
+    )  # fmt: skip
+    parser.add_argument("--latency-seed", type=int, default=0, help="seed of drawn latencies")
     parser.add_argument("--answers", default="18,18,17", help="comma-separated solver answers")
     parser.add_argument("--max-requests", type=int, default=100_000)
+
+
+def latency_of(args: argparse.Namespace) -> LogNormalLatency:
+    """The latency model named by ``--latency``, ``--latency-sigma`` and ``--latency-seed``.
+
+    Example:
+        >>> latency_of(argparse.Namespace(latency=0.5, latency_sigma=1.0, latency_seed=3)).sigma
+        1.0
+    """
+    return LogNormalLatency(args.latency, args.latency_sigma, args.latency_seed)
 
 
 def replies_of(args: argparse.Namespace) -> ScriptedReplies:
