@@ -40,7 +40,6 @@ from tmas.eval.evaluation import Evaluation
 from tmas.graphs.settings import topology_config
 from tmas.lifecycle.fork import fork_run
 from tmas.lifecycle.manager import (
-    DEFAULT_MAX_CONCURRENCY,
     EventSink,
     Reviewer,
     RunManager,
@@ -78,7 +77,7 @@ def solve(
     plugins: Sequence[str] = (),
     prompts: Prompts = None,
     documents: Sequence[str] = (),
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_concurrency: int | None = None,
     show_progress: bool = False,
     on_event: EventSink | None = None,
     review: Reviewer | None = None,
@@ -136,7 +135,7 @@ def resume(
     db: str | Path | None = None,
     llm: Models = None,
     role_models: ChatModels = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_concurrency: int | None = None,
     show_progress: bool = False,
     on_event: EventSink | None = None,
     review: Reviewer | None = None,
@@ -179,7 +178,7 @@ def fork(
     db: str | Path | None = None,
     llm: Models = None,
     role_models: ChatModels = None,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_concurrency: int | None = None,
     show_progress: bool = False,
     on_event: EventSink | None = None,
 ) -> RunOutcome:
@@ -231,7 +230,7 @@ def evaluate(
     plugins: Sequence[str] = (),
     prompts: Prompts = None,
     concurrency: int = 1,
-    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    max_concurrency: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``topology`` on a data set (a file, ``gsm8k``/``math500``, or problems with
     ``id``, ``problem``, ``answer``): one saved run per problem, results and summary written

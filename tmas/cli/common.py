@@ -32,7 +32,13 @@ DbOption = Annotated[
         help="run database: SQLite path or postgresql:// URL ($TMAS_HOME/runs.sqlite)",
     ),
 ]
-ConcurrencyOption = Annotated[int, typer.Option(min=1, help="parallel LLM calls at most")]
+ConcurrencyOption = Annotated[
+    int | None,
+    typer.Option(
+        min=1,
+        help="parallel LLM calls at most (default: what the backend batches, docs/concurrency.md)",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="print the result as JSON")]
 StreamOption = Annotated[
     bool, typer.Option("--stream", help="print each candidate, verdict and bank item live")

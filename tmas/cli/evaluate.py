@@ -129,7 +129,7 @@ def evaluate(
     dtype: DtypeOption = None,
     adapter: AdapterOption = None,
     device: DeviceOption = None,
-    max_concurrency: ConcurrencyOption = 16,
+    max_concurrency: ConcurrencyOption = None,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
     ray: Annotated[

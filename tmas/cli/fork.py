@@ -32,7 +32,7 @@ def fork(
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,
-    max_concurrency: ConcurrencyOption = 16,
+    max_concurrency: ConcurrencyOption = None,
     quiet: Annotated[bool, typer.Option(help="no progress display")] = False,
     stream: StreamOption = False,
     review: ReviewOption = False,

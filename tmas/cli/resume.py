@@ -35,7 +35,7 @@ from tmas.storage.run_registry import UnknownRunError
 def resume(
     run_id: str,
     db: DbOption = None,
-    max_concurrency: ConcurrencyOption = 16,
+    max_concurrency: ConcurrencyOption = None,
     quiet: bool = False,
     stream: StreamOption = False,
     review: ReviewOption = False,

@@ -106,7 +106,7 @@ def solve(
     dtype: DtypeOption = None,
     adapter: AdapterOption = None,
     device: DeviceOption = None,
-    max_concurrency: ConcurrencyOption = 16,
+    max_concurrency: ConcurrencyOption = None,
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
     db: DbOption = None,

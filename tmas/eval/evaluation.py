@@ -62,7 +62,7 @@ class Evaluation:
     out_dir: Path
     plugins: list[str] = field(default_factory=list)
     concurrency: int = 1
-    max_concurrency: int = 16
+    max_concurrency: int | None = None
     ray_address: str | None = None
     on_row: Callable[[dict[str, Any]], None] | None = None
     chooser: Any = None

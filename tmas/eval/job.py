@@ -46,7 +46,7 @@ class ProblemJob:
     backend: BackendSpec
     db: str
     plugins: tuple[str, ...] = ()
-    max_concurrency: int = 16
+    max_concurrency: int | None = None
     previous_wall_s: float | None = None
     plan_choice: dict[str, Any] | None = None
 

@@ -25,8 +25,6 @@ from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 from tmas.storage.run_registry import RunRecord
 
-DEFAULT_MAX_CONCURRENCY = 16
-
 EventSink = Callable[[dict[str, Any]], None]
 # Called with the state after each iteration of a reviewed run; returns channel updates to
 # apply before the next iteration ({} for none), or None to stop there (resume later).
@@ -120,10 +118,11 @@ class RunManager:
         run_config: dict[str, Any],
         backend: dict[str, Any],
         topology: dict[str, Any] | None,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_concurrency: int | None = None,
     ) -> tuple[CompiledStateGraph, TMASConfig, GraphSpec]:
         """Build the compiled graph of a run, with at most ``max_concurrency`` LLM calls in
-        flight. Fails (before anything is saved) when the backend settings cannot work.
+        flight (None: the backend's own default, :meth:`BackendSpec.default_concurrency`).
+        Fails (before anything is saved) when the backend settings cannot work.
 
         ``topology`` is ``{"spec": ..., "plugins": [...]}`` (None: the bundled TMAS spec)."""
         topology = topology or {"spec": load_bundled("tmas").model_dump(by_alias=True)}
@@ -132,6 +131,8 @@ class RunManager:
         spec = parse_spec(topology["spec"])
         config = TMASConfig(**run_config)
         router: ModelRouter = self.router_factory(backend, config)
+        if max_concurrency is None:
+            max_concurrency = BackendSpec(**backend).default_concurrency()
         router = router.limited_to(max_concurrency)
         store = self.storage.store() if spec_uses_store(spec) else None
         graph = compile_spec(
@@ -151,7 +152,7 @@ class RunManager:
         plugins: list[str] | None = None,
         documents: list[str] | None = None,
         show_progress: bool = True,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_concurrency: int | None = None,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
         plan_choice: dict[str, Any] | None = None,
@@ -192,7 +193,7 @@ class RunManager:
         run_id: str,
         *,
         show_progress: bool = True,
-        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_concurrency: int | None = None,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
         settings: tuple[dict[str, Any], dict[str, Any]] | None = None,

@@ -15,6 +15,7 @@ from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
 VLLM_KINDS = ("vllm", "vllm-server")
+BATCHING_SERVER_CONCURRENCY = 256  # vLLM's default max_num_seqs
 LOCAL_KINDS = ("llamacpp", "hf", *VLLM_KINDS)  # kinds that load the bundled models
 
 
@@ -57,6 +58,26 @@ class BackendSpec(BaseModel):
     device: str | None = Field(default=None, description="hf: cpu, cuda, cuda:1 (auto)")
 
     @model_validator(mode="after")
+    def default_concurrency(self) -> int:
+        """Model calls a run keeps in flight by default: 256 for a server or engine that
+        batches them (vLLM schedules up to 256 sequences at once by default; calls beyond what
+        it decodes wait in its queue at no cost), twice the embedded engine's
+        ``max_sequences`` (a waiting call is ready when a sequence ends; the serial engine
+        takes one at a time), 16 for transformers in-process and custom models.
+
+        Example:
+            >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").default_concurrency()
+            256
+            >>> serial = BackendSpec(engine="serial")
+            >>> BackendSpec().default_concurrency(), serial.default_concurrency()
+            (16, 1)
+        """
+        if self.kind == "openai" or self.kind in VLLM_KINDS:
+            return BATCHING_SERVER_CONCURRENCY
+        if self.kind == "llamacpp":
+            return 1 if self.engine == "serial" else 2 * self.max_sequences
+        return 16
+
     def _settings_fit_kind(self) -> BackendSpec:
         if self.base_url and self.kind != "openai":
             raise ValueError(f"--base-url needs the openai backend, not {self.kind}")
