@@ -57,7 +57,6 @@ class BackendSpec(BaseModel):
     adapter: str | None = Field(default=None, description="hf: a LoRA adapter folder")
     device: str | None = Field(default=None, description="hf: cpu, cuda, cuda:1 (auto)")
 
-    @model_validator(mode="after")
     def default_concurrency(self) -> int:
         """Model calls a run keeps in flight by default: 256 for a server or engine that
         batches them (vLLM schedules up to 256 sequences at once by default; calls beyond what
@@ -78,6 +77,7 @@ class BackendSpec(BaseModel):
             return 1 if self.engine == "serial" else 2 * self.max_sequences
         return 16
 
+    @model_validator(mode="after")
     def _settings_fit_kind(self) -> BackendSpec:
         if self.base_url and self.kind != "openai":
             raise ValueError(f"--base-url needs the openai backend, not {self.kind}")
