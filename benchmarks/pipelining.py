@@ -70,7 +70,11 @@ def one_iteration(graph_name: str, latency: LogNormalLatency, config: TMASConfig
     """(span, barrier ideal, pipelined ideal) of one iteration of ``graph_name``."""
     with FakeOpenAIServer(latency_s=latency) as server:
         model = make_openai_chat_model(
-            base_url=server.base_url, model="scripted", max_tokens=64, temperature=0.7, max_retries=0
+            base_url=server.base_url,
+            model="scripted",
+            max_tokens=64,
+            temperature=0.7,
+            max_retries=0,
         )
         width = config.n_candidates * config.n_verifications
         router = ModelRouter.for_config(model, None, config, max_parallel_calls=width)

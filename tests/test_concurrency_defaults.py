@@ -34,3 +34,25 @@ def test_each_backend_has_its_own_default() -> None:
     assert remote.default_concurrency() == 256
     assert BackendSpec(max_sequences=4).default_concurrency() == 8
     assert BackendSpec(engine="serial").default_concurrency() == 1
+
+
+def checkpoints_of(db: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("select count(*) from checkpoints where checkpoint_ns=''").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_the_durability_setting_decides_when_checkpoints_are_written(tmp_path: Path) -> None:
+    with FakeOpenAIServer() as server:
+        solve(server, tmp_path / "sync.sqlite")
+        solve(server, tmp_path / "exit.sqlite", "--set", "durability=exit")
+    every_step, at_exit = checkpoints_of(tmp_path / "sync.sqlite"), checkpoints_of(
+        tmp_path / "exit.sqlite"
+    )
+    assert every_step > 5 and at_exit == 1  # one checkpoint per step, or the last one only
+    bad = CliRunner().invoke(app, ["solve", "x", "--set", "durability=sometimes"], env={})
+    assert bad.exit_code == 2 and "durability" in bad.output

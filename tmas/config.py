@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,6 +27,21 @@ class RoleModel(BaseModel):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1, le=262_144)
+
+
+EXECUTION_SETTINGS = frozenset(
+    {
+        "max_retries",
+        "retry_initial_interval",
+        "retry_backoff_factor",
+        "retry_max_interval",
+        "retry_jitter",
+        "history_window",
+        "durability",
+    }
+)
+"""Config fields that change how a run copes with faults, how much state it keeps and when it
+saves it, not what its model calls answer."""
 
 
 class TMASConfig(BaseModel):
@@ -90,6 +105,12 @@ class TMASConfig(BaseModel):
         ge=1,
         le=100_000,
         description="iteration records kept in the state (every record stays in the checkpoints)",
+    )
+    durability: Literal["sync", "async", "exit"] = Field(
+        default="sync",
+        description="when checkpoints are written (LangGraph's durability): sync, before the "
+        "next step starts (a killed run repeats no finished call); async, while it runs "
+        "(cheaper; a kill may lose the last step's calls); exit, only when the run stops",
     )
     stop_on_consensus: bool = Field(
         default=False, description="stop early when every candidate agrees and checks pass"

@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tmas.config import TMASConfig
+from tmas.config import EXECUTION_SETTINGS, TMASConfig
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes.prompts import PromptSet
@@ -65,16 +65,7 @@ def role_models(config: TMASConfig, backend: BackendSpec) -> dict[str, str]:
     return models
 
 
-NOT_RESULT_SETTINGS = frozenset(
-    {
-        "max_retries",
-        "retry_initial_interval",
-        "retry_backoff_factor",
-        "retry_max_interval",
-        "retry_jitter",
-        "history_window",
-    }
-)
+NOT_RESULT_SETTINGS = EXECUTION_SETTINGS
 """Config fields that change how a run copes with faults or how much state it keeps, not what
 its model calls answer: left out of identities."""
 CORRECTABLE = ("backend.", "models.", "config.roles.")

@@ -255,7 +255,7 @@ class RunManager:
                         next_input,
                         start_cfg,
                         stream_mode=modes,
-                        durability="sync",
+                        durability=config.durability,
                         interrupt_after=pause_after,
                     ):
                         if mode == "custom":

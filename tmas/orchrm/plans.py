@@ -15,21 +15,11 @@ from typing import Any
 
 import yaml
 
-from tmas.config import TMASConfig
+from tmas.config import EXECUTION_SETTINGS, TMASConfig
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 
-NOT_PLAN_SETTINGS = frozenset(
-    {
-        "seed",
-        "max_retries",
-        "retry_initial_interval",
-        "retry_backoff_factor",
-        "retry_max_interval",
-        "retry_jitter",
-        "history_window",
-    }
-)
+NOT_PLAN_SETTINGS = EXECUTION_SETTINGS | {"seed"}
 """Config fields that say how a run samples or copes with faults, not what it executes."""
 
 
