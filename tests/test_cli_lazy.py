@@ -48,3 +48,22 @@ def test_a_command_and_a_group_run_after_loading() -> None:
     assert unknown.exit_code == 2 and "No such command 'solv'" in unknown.output
     assert "Did you mean 'solve'?" in unknown.output
     assert isinstance(typer.main.get_command(app), TmasCommands)
+
+
+def test_the_program_imports_its_command_with_the_collector_off_and_freezes_it() -> None:
+    code = (
+        "import gc, sys\n"
+        "from unittest import mock\n"
+        "from tmas.cli import entry\n"
+        "sys.argv = ['tmas', 'graphs']\n"
+        "seen = {}\n"
+        "def fake_app():\n"
+        "    seen['enabled'] = gc.isenabled()\n"
+        "    seen['frozen'] = gc.get_freeze_count()\n"
+        "    seen['loaded'] = 'tmas.cli.graphs' in sys.modules\n"
+        "with mock.patch('tmas.cli.app.app', fake_app):\n"
+        "    entry.main()\n"
+        "print(seen['enabled'], seen['frozen'] > 1000, seen['loaded'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True"]

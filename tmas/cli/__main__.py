@@ -1,5 +1,5 @@
 """``python -m tmas.cli``: the command line."""
 
-from tmas.cli.app import app
+from tmas.cli.entry import main
 
-app()
+main()
