@@ -3,9 +3,10 @@ OpenAI-compatible server that answers every request after a fixed latency.
 
 The ideal wall time is (LLM stages) x latency: solve, verify, summarize and the reflection
 stage (experience and guideline together) each take one latency when every call of the
-stage runs at once. Side by side, a plain thread pool makes the same number of calls per
-stage through the same chat model: its wall time is what the HTTP client and server cost by
-themselves, with no graph. Prints both, the ideal, the ratios (goal for the graph: at most
+stage runs at once. Side by side, a plain thread pool and a plain asyncio loop (the model's
+async client, one event loop) make the same number of calls per stage through the same chat
+model: their wall times are what the HTTP client and server cost by themselves, with no
+graph. Prints both, the ideal, the ratios (goal for the graph: at most
 1.15) and the peak number of requests the server saw in flight.
 
 The server runs in its own process (``--in-process-server`` puts it in this one, where its
@@ -17,6 +18,7 @@ request handling competes with the client for the interpreter lock).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import subprocess
 import sys
@@ -74,6 +76,25 @@ def plain_stages(model: BaseChatModel, sizes: list[int], workers: int) -> Callab
     return run
 
 
+def plain_async_stages(model: BaseChatModel, sizes: list[int], limit: int) -> Callable[[], None]:
+    """The same stages as asyncio fan-outs over the model's async client (one event loop, one
+    HTTP client), at most ``limit`` calls in flight."""
+    prompt = [HumanMessage("You are the solver agent. What is 9 + 9?")]
+
+    async def stages() -> None:
+        bound = asyncio.Semaphore(limit)
+
+        async def call() -> None:
+            async with bound:
+                await model.ainvoke(prompt)
+
+        for size in sizes:
+            await asyncio.gather(*(call() for _ in range(size)))
+
+    loop = asyncio.new_event_loop()  # kept across runs, so its HTTP connections are reused
+    return lambda: loop.run_until_complete(stages())
+
+
 def median_wall(run: Callable[[], object], repeats: int) -> float:
     walls = []
     for _ in range(repeats):
@@ -104,13 +125,15 @@ def main() -> None:
             graph.invoke({"problem": "What is 9 + 9?"}, thread_config(f"r{next(runs)}", config))
 
         plain_run = plain_stages(model, sizes, args.max_concurrency)
-        graph_run(), plain_run()  # warm-up: connections, imports
-        graph_wall = plain_wall = 0.0
-        graph_walls, plain_walls = [], []
-        for _ in range(args.repeats):  # interleaved, so both see the same machine
+        async_run = plain_async_stages(model, sizes, args.max_concurrency)
+        graph_run(), plain_run(), async_run()  # warm-up: connections, imports
+        graph_walls, plain_walls, async_walls = [], [], []
+        for _ in range(args.repeats):  # interleaved, so all see the same machine
             graph_walls.append(median_wall(graph_run, 1))
             plain_walls.append(median_wall(plain_run, 1))
+            async_walls.append(median_wall(async_run, 1))
         graph_wall, plain_wall = statistics.median(graph_walls), statistics.median(plain_walls)
+        async_wall = statistics.median(async_walls)
     ideal = len(sizes) * args.latency
     where = "in this process" if args.in_process_server else "in its own process"
     print(
@@ -125,7 +148,9 @@ def main() -> None:
         f"(goal at most {GOAL}: {verdict})"
     )
     print(f"plain thread-pool stages   {plain_wall:.3f} s  ratio {plain_wall / ideal:.2f}")
+    print(f"plain asyncio stages       {async_wall:.3f} s  ratio {async_wall / ideal:.2f}")
     print(f"graph / plain              {graph_wall / plain_wall:.2f}")
+    print(f"graph / plain asyncio      {graph_wall / async_wall:.2f}  (goal at most 1.05)")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,9 @@ def _words(text: str) -> int:
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
+    # Connections waiting to be accepted (the default, 5, resets a burst of clients opening
+    # connections at once, as an asyncio client does; a vLLM server accepts thousands).
+    request_queue_size = 1024
     fake: FakeOpenAIServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
