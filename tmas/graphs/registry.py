@@ -245,3 +245,4 @@ def ensure_builtins() -> None:
     """Load the built-in node types, task builders and stop conditions."""
     importlib.import_module("tmas.graphs.builtin")
     importlib.import_module("tmas.graphs.builtin_chains")
+    importlib.import_module("tmas.graphs.builtin_pipeline")
