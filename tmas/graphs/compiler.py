@@ -13,9 +13,9 @@ from langgraph.types import RetryPolicy, Send
 
 from tmas.config import TMASConfig
 from tmas.graphs import spec as spec_names
+from tmas.graphs.pipeline import bodies
 from tmas.graphs.registry import NODE_TYPES, TASK_BUILDERS, NodeContext, ensure_builtins
 from tmas.graphs.settings import topology_config
-from tmas.graphs.pipeline import bodies
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy

@@ -35,8 +35,8 @@ def is_pipeline(node: NodeSpec) -> bool:
     """Whether ``node`` runs a body spec.
 
     Example:
-        >>> is_pipeline(NodeSpec(id="c", type="pipeline")), is_pipeline(NodeSpec(id="s", type="solve"))
-        (True, False)
+        >>> is_pipeline(NodeSpec(id="c", type="pipeline"))
+        True
     """
     return node.type == PIPELINE
 
