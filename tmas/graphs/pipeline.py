@@ -72,9 +72,7 @@ def body_from(value: Any, name: str) -> GraphSpec:
         from tmas.graphs.bundled import resolve_spec
 
         return resolve_spec(value)
-    raise SpecError(
-        [f"node {name}: a pipeline needs params.spec (a topology name, a file or a block)"]
-    )
+    raise SpecError(["a pipeline needs params.spec: a topology's name, a file or a block"], name)
 
 
 def bodies(spec: GraphSpec) -> dict[str, GraphSpec]:

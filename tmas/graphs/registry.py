@@ -91,7 +91,8 @@ class NodeType:
     ``produces_candidates``: it writes the iteration's candidates (the node after it stops the
     run when every call failed, and a resume makes those calls again); ``ends_iteration``: an
     iteration is over after it (a reviewed run pauses there, a fork starts there);
-    ``check_params``: extra checks of its parameters beyond names and types.
+    ``starts_iteration``: it opens an iteration (clears its lists), so no pipeline body may
+    hold it; ``check_params``: extra checks of its parameters beyond names and types.
     """
 
     name: str
@@ -103,6 +104,7 @@ class NodeType:
     ends_iteration: bool = False
     check_params: ParamCheck | None = None
     needs_internals: bool = False
+    starts_iteration: bool = False
 
     def build(self, context: NodeContext, params: Mapping[str, Any]) -> Any:
         """The node callable for one spec node."""
@@ -140,6 +142,7 @@ def register_node(
     ends_iteration: bool = False,
     check_params: ParamCheck | None = None,
     needs_internals: bool = False,
+    starts_iteration: bool = False,
 ) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
@@ -169,6 +172,7 @@ def register_node(
             ends_iteration=ends_iteration,
             check_params=check_params,
             needs_internals=needs_internals,
+            starts_iteration=starts_iteration,
         )
         register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
         return factory
