@@ -49,7 +49,7 @@ def plain_sources(spec: GraphSpec) -> dict[str, list[str]]:
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> plain_sources(load_bundled("tmas"))["update_banks"]
+        >>> plain_sources(load_bundled("tmas_barrier"))["update_banks"]
         ['extract_experience', 'extract_guideline']
     """
     sources: dict[str, list[str]] = {}
