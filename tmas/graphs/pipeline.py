@@ -41,6 +41,17 @@ def is_pipeline(node: NodeSpec) -> bool:
     return node.type == PIPELINE
 
 
+def pipeline_nodes(spec: GraphSpec) -> list[str]:
+    """Ids of the spec's pipeline nodes (one level).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> pipeline_nodes(load_bundled("tmas")), pipeline_nodes(load_bundled("tmas_barrier"))
+        (['candidate'], [])
+    """
+    return [node.id for node in spec.nodes if is_pipeline(node)]
+
+
 def body_of(node: NodeSpec) -> GraphSpec:
     """The body of pipeline node ``node``: its inline block (named after the node unless it
     has a name), or the bundled topology or spec file its ``spec`` names; SpecError when it
