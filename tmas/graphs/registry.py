@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.graphs.pipeline import bodies
 from tmas.llm.router import ModelRouter
 from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
@@ -210,7 +211,8 @@ def register_tasks(
 
 def registrations_used(spec: Any) -> list[Any]:
     """What ``spec`` uses of the registries: node factories, task builders, planners,
-    selection rules and stop conditions named by it (unknown names left out)."""
+    selection rules and stop conditions named by it or its pipelines' bodies (unknown names
+    left out)."""
     ensure_builtins()
     used: list[Any] = []
     for node in spec.nodes:
@@ -221,6 +223,8 @@ def registrations_used(spec: Any) -> list[Any]:
         used += [STOP_CONDITIONS.get(name) for name in edge.conditions]
         if edge.fanout is not None and edge.fanout.tasks:
             used.append(TASK_BUILDERS.get(edge.fanout.tasks))
+    for body in bodies(spec).values():
+        used += registrations_used(body)
     return [item for item in used if item is not None]
 
 

@@ -12,7 +12,7 @@ from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
-from tmas.graphs.pipeline import pipeline_nodes
+from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
 from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
@@ -165,7 +165,7 @@ class RunManager:
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
         (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
         that chose it."""
-        spec = spec or load_bundled("tmas")
+        spec = with_inline_bodies(spec or load_bundled("tmas"))  # saved whole: no file needed
         config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
