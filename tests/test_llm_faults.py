@@ -293,7 +293,9 @@ def test_every_solver_call_failing_stops_the_run_and_resume_makes_them_again(
             backend=BackendSpec(),
             show_progress=False,
         )
-    assert f"scripted failure of solver call {2 * N}" in str(e.value)
+    # the last candidate's error: one of iteration 2's solver calls (each chain starts its own,
+    # so which call number candidate N-1 got depends on thread timing)
+    assert any(f"scripted failure of solver call {N + i}" in str(e.value) for i in range(1, N + 1))
     assert manager(broken).registry.get("r1").status == "failed"
     stopped = saved_state(conn, "r1")
     assert stopped["iteration"] == 2 and len(stopped["history"]) == 1
