@@ -158,10 +158,18 @@ def test_every_checkpoint_holds_plain_json_data(tmp_path: Path) -> None:
     graph.invoke({"problem": "What is 9 + 9?", "gold_answer": "18", "config": {"n": 2}}, thread)
 
     snapshots = list(graph.get_state_history(thread))
-    assert len(snapshots) > 10
+    assert len(snapshots) > 8  # the run's own supersteps (each candidate's chain is one)
     for snapshot in snapshots:
         text = json.dumps(snapshot.values)  # raises on anything but plain data
         assert json.loads(text) == snapshot.values  # and nothing changes on the way (no tuples)
+    # the checkpoints each candidate's chain saves under its own namespace, too
+    chains = [c for c in saver.list(thread) if c.config["configurable"]["checkpoint_ns"]]
+    assert len(chains) >= 2 * 2 * 3  # N chains per iteration, several steps each
+    for saved in chains:
+        values = {
+            k: v for k, v in saved.checkpoint["channel_values"].items() if not k.startswith("__")
+        }  # the state's channels (LangGraph's own hold its pending Sends)
+        assert json.loads(json.dumps(values)) == values
     final = snapshots[0].values
     assert final["stop_reason"] == "max_iterations"
     assert len(final["history"]) == 2

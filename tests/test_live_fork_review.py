@@ -40,7 +40,8 @@ def test_graph_stream_yields_the_agents_events() -> None:
     graph = build_tmas_graph(
         TMASConfig(n_candidates=N, n_verifications=M, max_iterations=2), llm=ScriptedChatModel()
     )
-    events = [e for _, e in graph.stream({"problem": PROBLEM}, stream_mode=["custom"])]
+    stream = graph.stream({"problem": PROBLEM}, stream_mode=["custom"], subgraphs=True)
+    events = [e for _, _, e in stream]  # subgraphs: the events of each candidate's pipeline
     kinds = Counter(e["event"] for e in events)
     assert kinds["candidate"] == N * 2 and kinds["verdict"] == N * M * 2
     assert kinds["iteration"] == 2 and kinds["experience_added"] >= 1

@@ -18,12 +18,12 @@ def test_display_follows_a_run_stage_by_stage(capsys: pytest.CaptureFixture[str]
     config = TMASConfig(n_candidates=2, n_verifications=2, max_iterations=2)
     graph = build_tmas_graph(config, llm=ScriptedChatModel())
     total = config.calls_per_iteration() * config.max_iterations
-    tracker = ProgressTracker(total, config.max_iterations)
+    tracker = ProgressTracker(total, config.max_iterations, pipelines=["candidate"])
     with ProgressDisplay(tracker) as display:
-        for mode, chunk in graph.stream(
-            {"problem": "What is 9 + 9?"}, stream_mode=["tasks", "updates"]
+        for namespace, mode, chunk in graph.stream(
+            {"problem": "What is 9 + 9?"}, stream_mode=["tasks", "updates"], subgraphs=True
         ):
-            display.observe(mode, chunk)
+            display.observe(mode, chunk, namespace)
     lines = capsys.readouterr().err.splitlines()
     stages = [line.split(" | ")[1] for line in lines]
     for stage in ("planning", "solving", "verifying", "summarizing", "reflecting", "voting"):

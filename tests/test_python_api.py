@@ -40,18 +40,19 @@ def test_build_tmas_graph_compiles_the_bundled_yaml(
     copy = tmp_path / "specs"
     shutil.copytree(bundled_dir(), copy)
     data = yaml.safe_load((copy / "tmas.yaml").read_text(encoding="utf-8"))
-    data["nodes"] = [n for n in data["nodes"] if n["id"] != "extract_guideline"]
-    for edge in data["edges"]:
-        if edge["from"] == "summaries_ready":
+    chain = data["nodes"][1]["params"]["spec"]  # the body of each candidate's pipeline
+    chain["nodes"] = [n for n in chain["nodes"] if n["id"] != "extract_guideline"]
+    for edge in chain["edges"]:
+        if edge["from"] == "summarize":
             edge["to"] = ["extract_experience"]
-    data["edges"] = [e for e in data["edges"] if e["from"] != "extract_guideline"]
+    chain["edges"] = [e for e in chain["edges"] if e["from"] != "extract_guideline"]
     (copy / "tmas.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     config = TMASConfig(**SMALL)
     before = tmas.build_tmas_graph(config, llm=ScriptedChatModel())
-    assert "extract_guideline" in before.get_graph().nodes
+    assert "candidate:extract_guideline" in before.get_graph(xray=True).nodes
     monkeypatch.setattr(bundled, "bundled_dir", lambda: copy)
     after = tmas.build_tmas_graph(config, llm=ScriptedChatModel())
-    assert "extract_guideline" not in after.get_graph().nodes
+    assert "candidate:extract_guideline" not in after.get_graph(xray=True).nodes
     state = after.invoke({"problem": PROBLEM})
     assert "guideline" not in state["usage"] and state["usage"]["experience"]["calls"] == 4
 

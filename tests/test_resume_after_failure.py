@@ -14,6 +14,8 @@ import pytest
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import compile_spec
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -64,10 +66,12 @@ def assert_same_outcome(resumed: dict[str, Any], reference: dict[str, Any]) -> N
 
 @pytest.mark.parametrize(("role", "number"), FAILURES)
 def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int) -> None:
+    """The barrier form: the crashed stage's finished siblings are the parent's pending
+    writes."""
     db = tmp_path / "runs.sqlite"
     failing = ScriptedChatModel(fail_when=fail_on(role, number))
     saver = open_checkpointer(connect(db))
-    graph = build_tmas_graph(CONFIG, llm=failing, checkpointer=saver)
+    graph = barrier_graph(failing, saver)
     with pytest.raises(SimulatedCrash, match=f"crash during {role} call {number}"):
         graph.invoke({"problem": PROBLEM}, THREAD, durability="sync")  # as runs are driven
     before = failing.calls
@@ -91,7 +95,7 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
     assert len(snapshot.values["history"]) == 1
 
     fresh = ScriptedChatModel()
-    resumed_graph = build_tmas_graph(CONFIG, llm=fresh, checkpointer=open_checkpointer(connect(db)))
+    resumed_graph = barrier_graph(fresh, open_checkpointer(connect(db)))
     final = resumed_graph.invoke(None, THREAD)
     after = fresh.calls
 
@@ -108,6 +112,57 @@ def test_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int)
     assert after[role] == T * PER_ITERATION[role] - (before[role] - 1) + lost
     assert final["usage"]["solver"]["calls"] == N * T
     assert_same_outcome(final, uninterrupted())
+
+
+@pytest.mark.parametrize(("role", "number"), FAILURES)
+def test_pipelined_resume_repeats_no_finished_call(tmp_path: Path, role: str, number: int) -> None:
+    """The pipelined form (each candidate's chain a subgraph): the crashed chain resumes from
+    its own checkpoint, finished chains are the parent's pending writes, and a chain cut off
+    with the crash is cancelled (a CancelledError in its namespace)."""
+    db = tmp_path / "runs.sqlite"
+    failing = ScriptedChatModel(fail_when=fail_on(role, number))
+    saver = open_checkpointer(connect(db))
+    graph = build_tmas_graph(CONFIG, llm=failing, checkpointer=saver)
+    with pytest.raises(SimulatedCrash, match=f"crash during {role} call {number}"):
+        graph.invoke({"problem": PROBLEM}, THREAD, durability="sync")
+    before = failing.calls
+    assert before[role] >= number
+    errors = [
+        repr(value)
+        for saved in saver.list(
+            {"configurable": {"thread_id": THREAD["configurable"]["thread_id"]}}
+        )
+        for _, channel, value in saved.pending_writes or []
+        if channel == "__error__"
+    ]
+    assert all("SimulatedCrash" in e or "CancelledError" in e for e in errors)
+    cancelled = sum("CancelledError" in e for e in errors)
+    snapshot = graph.get_state(THREAD)
+    assert snapshot.values["iteration"] == 2 and len(snapshot.values["history"]) == 1
+
+    fresh = ScriptedChatModel()
+    final = build_tmas_graph(CONFIG, llm=fresh, checkpointer=open_checkpointer(connect(db))).invoke(
+        None, THREAD
+    )
+    after = fresh.calls
+    assert final["stop_reason"] == "max_iterations" and len(final["history"]) == T
+    # Each call is made exactly once over both processes, except the one that failed (and
+    # any cancelled in flight with it).
+    for kind, per_iteration in PER_ITERATION.items():
+        again = before[kind] + after[kind] - T * per_iteration
+        if kind == role:
+            assert 1 <= again <= 1 + cancelled, kind
+        else:
+            assert again <= cancelled and again >= 0, kind
+    assert final["usage"]["solver"]["calls"] == N * T
+    assert_same_outcome(final, uninterrupted())
+
+
+def barrier_graph(model: ScriptedChatModel, saver: Any) -> Any:
+    """The barrier form of the TMAS topology with ``model`` and ``saver``."""
+    return compile_spec(
+        load_bundled("tmas_barrier"), CONFIG, ModelRouter(model), checkpointer=saver
+    )
 
 
 def transient_failure_on(role: str, number: int) -> Callable[[str | None, int], bool]:

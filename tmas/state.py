@@ -8,7 +8,7 @@ from parallel branches and cleared with the ``RESET`` marker at the start of an 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_type_hints
 
 from langgraph.types import Overwrite
 
@@ -321,3 +321,46 @@ class RunState(TypedDict, total=False):
     selection: str
     stop_reason: str | None
     extras: Annotated[dict[str, Any], merge_extras]
+
+
+CHAIN_OUTPUT_KEYS: tuple[str, ...] = (
+    "candidates",
+    "verifications",
+    "summaries",
+    "experience_proposals",
+    "guideline_proposals",
+    "usage",
+    "parse_issues",
+    "call_failures",
+    "extras",
+)
+"""What one candidate's chain (a pipeline node's body) hands back to the run: only keys with a
+reducer, so the run merges each chain's output once, whatever else the chain's state held."""
+
+CHAIN_INPUT_KEYS: tuple[str, ...] = (
+    "problem",
+    "gold_answer",
+    "documents",
+    "config",
+    "iteration",
+    "previous",
+    "experience_bank",
+    "guideline_bank",
+)
+"""What a chain is given of the run's state (besides the plans it makes candidates for)."""
+
+
+def _chain_output() -> type:
+    hints = get_type_hints(RunState, include_extras=True)
+    fields = {key: hints[key] for key in CHAIN_OUTPUT_KEYS}
+    return TypedDict("ChainOutput", fields, total=False)  # type: ignore[operator]
+
+
+ChainOutput = _chain_output()
+"""The output schema of a chain: the :data:`CHAIN_OUTPUT_KEYS` of :class:`RunState`, with
+their reducers.
+
+Example:
+    >>> sorted(ChainOutput.__annotations__) == sorted(CHAIN_OUTPUT_KEYS)
+    True
+"""

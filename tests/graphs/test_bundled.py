@@ -39,9 +39,7 @@ def test_the_issue_topologies_are_bundled() -> None:
 # DeLM's calls follow its dynamic task queue; tests/test_delm.py covers it. A latent topology
 # needs an in-process model's internals: tests/test_agent_chains.py runs it on SmolLM2.
 ROUND_TOPOLOGIES = sorted(
-    name
-    for name in set(bundled_names()) - {"delm"}
-    if not spec_needs_internals(load_bundled(name))
+    name for name in set(bundled_names()) - {"delm"} if not spec_needs_internals(load_bundled(name))
 )
 
 
@@ -131,8 +129,10 @@ def test_estimate_is_exactly_the_calls_of_a_run(name: str) -> None:
     run(spec, config, model)
     estimate = estimate_run_calls(spec, config)
     assert estimate.exact
-    assert estimate.total == sum(model.calls.values()) == sum(
-        expected_calls(name, N, config.n_verifications, config.max_iterations).values()
+    assert (
+        estimate.total
+        == sum(model.calls.values())
+        == sum(expected_calls(name, N, config.n_verifications, config.max_iterations).values())
     )
 
 

@@ -22,6 +22,7 @@ from typer.testing import CliRunner, Result
 from tmas.cli import app
 from tmas.cli.graph import TEXT_FORMATS
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled
+from tmas.graphs.pipeline import bodies
 from tmas.views.diagram_ascii import spec_to_ascii
 from tmas.views.diagram_dot import spec_to_dot
 from tmas.views.diagram_layout import layers, spec_arcs
@@ -76,8 +77,8 @@ def test_every_snapshot_belongs_to_a_bundled_topology() -> None:
 
 
 def test_dot_shows_fanouts_loops_and_round_ends() -> None:
-    text = spec_to_dot(load_bundled("tmas"))
-    assert text.startswith('digraph "tmas" {\n') and text.endswith("}\n")
+    text = spec_to_dot(load_bundled("tmas_barrier"))
+    assert text.startswith('digraph "tmas_barrier" {\n') and text.endswith("}\n")
     fanout = '"start_iteration" -> "solve" [style=dashed, label="fan-out: solver_tasks, N tasks"];'
     assert fanout in text
     assert '"solve" [label="solve", peripheries=2];' in text
@@ -93,7 +94,7 @@ def test_dot_shows_fanouts_loops_and_round_ends() -> None:
 
 
 def test_ascii_shows_fanouts_loops_and_exits() -> None:
-    text = spec_to_ascii(load_bundled("tmas"))
+    text = spec_to_ascii(load_bundled("tmas_barrier"))
     block = text.split("\n\n")
     first = "layer 1\n  [start_iteration]\n      ==> solve  (fan-out: solver_tasks, N tasks)"
     assert first in block
@@ -109,8 +110,9 @@ def test_ascii_shows_fanouts_loops_and_exits() -> None:
 def test_every_arc_is_drawn_once_and_ascii_is_pure(name: str) -> None:
     spec = load_bundled(name)
     expected = sum(2 if e.until else len(e.targets) for e in spec.edges)
+    inner = sum(2 if e.until else len(e.targets) for b in bodies(spec).values() for e in b.edges)
     dot = spec_to_dot(spec)
-    assert sum(1 for line in dot.splitlines() if " -> " in line) == expected
+    assert sum(1 for line in dot.splitlines() if " -> " in line) == expected + inner
     text = spec_to_ascii(spec)
     assert text.isascii()
     markers = ("      -->", "      ==>", "      <--")
@@ -125,6 +127,21 @@ def test_layers_point_forward_except_loop_backs(name: str) -> None:
     for arc in spec_arcs(spec):
         forward = depth[arc.target] > depth[arc.source]
         assert forward != (arc.kind == "loop"), arc
+
+
+def test_a_pipeline_is_drawn_as_a_cluster_holding_its_body() -> None:
+    spec = load_bundled("tmas")
+    dot = spec_to_dot(spec)
+    assert "compound=true" in dot and 'subgraph "cluster_candidate" {' in dot
+    assert '"candidate/solve" [label="solve", peripheries=2];' in dot
+    into = '"start_iteration" -> "candidate/START" [style=dashed, '
+    assert into in dot and 'lhead="cluster_candidate"' in dot
+    assert '"candidate/END" -> "update_banks" [ltail="cluster_candidate"];' in dot
+    text = spec_to_ascii(spec)
+    assert "  [[candidate: pipeline]]" in text
+    assert "      { pipeline candidate_chain: runs once per task" in text
+    assert "              ==> verify  (fan-out: verification_tasks, N x M tasks)" in text
+    assert "compound" not in spec_to_dot(load_bundled("tmas_barrier"))
 
 
 # ---- PNG ------------------------------------------------------------------------------------

@@ -346,7 +346,13 @@ def test_a_plugin_imported_by_hand_is_saved_with_the_run(
     load_plugin(str(plugin))  # registered, but not named to solve
     data = {**SPEC, "nodes": [*SPEC["nodes"][:3], {"id": "shout", "type": "shout_by_hand"}]}
     db = tmp_path / "runs.sqlite"
-    tmas.solve(PROBLEM, topology=data, llm=ScriptedChatModel(), db=db, run_id="hand",
-               config={"n_candidates": 2, "max_iterations": 1})
+    tmas.solve(
+        PROBLEM,
+        topology=data,
+        llm=ScriptedChatModel(),
+        db=db,
+        run_id="hand",
+        config={"n_candidates": 2, "max_iterations": 1},
+    )
     registry = RunRegistry(connect(db))
     assert registry.get("hand").topology["plugins"] == [str(plugin.resolve())]

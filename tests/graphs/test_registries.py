@@ -41,8 +41,9 @@ def registries() -> Iterator[None]:
     ensure_builtins()
     saved = (dict(NODE_TYPES), dict(PLANNERS), dict(STOP_CONDITIONS), dict(_REGISTERED))
     yield
-    for table, before in zip((NODE_TYPES, PLANNERS, STOP_CONDITIONS, _REGISTERED), saved,
-                             strict=True):
+    for table, before in zip(
+        (NODE_TYPES, PLANNERS, STOP_CONDITIONS, _REGISTERED), saved, strict=True
+    ):
         table.clear()
         table.update(before)
 
@@ -81,8 +82,10 @@ def test_a_planner_mode_of_its_own_needs_and_uses_its_prompt(registries: None) -
         return PlanChoice("hint", parent_index=request.previous[0] if request.previous else None)
 
     spec = tmas_with(start_iteration={"planner": "hinted"})
-    with pytest.raises(SpecError, match="planner 'hinted' makes 'hint' candidates but there is no "
-                       "solver/hint prompt"):
+    with pytest.raises(
+        SpecError,
+        match="planner 'hinted' makes 'hint' candidates but there is no solver/hint prompt",
+    ):
         tmas.load_topology(spec)
     register_prompts("solver", {"hint": "HINT MODE\n{problem}\nEarlier: {parent}\n{guidelines}"})
     state = tmas.build_graph(spec, llm=ScriptedChatModel(), config=SMALL).invoke(
@@ -95,10 +98,14 @@ def test_a_planner_mode_of_its_own_needs_and_uses_its_prompt(registries: None) -
     ("changes", "problem"),
     [
         ({"start_iteration": {"planner": "no_such"}}, "unknown planner 'no_such'"),
-        ({"start_iteration": {"planner": "aggregate", "aggregate_k": "two"}},
-         "planner 'aggregate': option 'aggregate_k': Input should be a valid integer"),
-        ({"start_iteration": {"planner": "refine", "aggregate_k": 2}},
-         "planner 'refine': option 'aggregate_k' is not taken"),
+        (
+            {"start_iteration": {"planner": "aggregate", "aggregate_k": "two"}},
+            "planner 'aggregate': option 'aggregate_k': Input should be a valid integer",
+        ),
+        (
+            {"start_iteration": {"planner": "refine", "aggregate_k": 2}},
+            "planner 'refine': option 'aggregate_k' is not taken",
+        ),
         ({"start_iteration": {"final_round_size": 0}}, "final_round_size"),
         ({"record_iteration": {"selection": "no_rule"}}, "unknown selection rule 'no_rule'"),
         ({"record_iteration": {"vote": "all"}}, "parameter 'vote' is not taken"),
@@ -200,11 +207,15 @@ def test_a_planner_naming_a_rollout_that_does_not_exist_stops_with_its_name(
         return PlanChoice("exploit", parent_index=len(request.previous))
 
     graph = tmas.build_graph(
-        tmas_with(start_iteration={"planner": "off_by_one"}), llm=ScriptedChatModel(),
+        tmas_with(start_iteration={"planner": "off_by_one"}),
+        llm=ScriptedChatModel(),
         config=SMALL,
     )
-    with pytest.raises(ValueError, match="planner 'off_by_one' names rollout 3 of the previous "
-                       r"iteration; it has \[0, 1, 2\]"):
+    with pytest.raises(
+        ValueError,
+        match="planner 'off_by_one' names rollout 3 of the previous "
+        r"iteration; it has \[0, 1, 2\]",
+    ):
         graph.invoke({"problem": PROBLEM})
 
 

@@ -68,15 +68,14 @@ def test_a_role_declared_in_a_spec_has_its_budget_and_borrows_a_model() -> None:
     router = ModelRouter(main, {"verifier": judge})
     assert router.model_for("spec_critic") is judge
     own = ScriptedChatModel()
-    assert ModelRouter(main, {"verifier": judge, "spec_critic": own}).model_for(
-        "spec_critic"
-    ) is own
+    assert (
+        ModelRouter(main, {"verifier": judge, "spec_critic": own}).model_for("spec_critic") is own
+    )
     config = TMASConfig(roles={"spec_critic": RoleModel(max_tokens=12)})
     assert config.max_tokens_for("spec_critic") == 12
 
 
-def test_a_node_naming_an_undeclared_role_and_a_role_borrowing_an_unknown_one_are_refused(
-) -> None:
+def test_a_node_naming_an_undeclared_role_and_a_role_borrowing_an_unknown_one_are_refused() -> None:
     spec = load_bundled("majority_vote").model_dump(by_alias=True)
     spec["nodes"][1]["role"] = "oracle"
     spec["roles"] = {"critic_x": {"max_tokens": 5, "model": "nobody"}}
@@ -109,9 +108,22 @@ def test_prompts_file_on_the_command_line_is_used_saved_and_shown(tmp_path: Path
     home = tmp_path / "home"
     with FakeOpenAIServer() as server:
         result = invoke(
-            home, "solve", PROBLEM, "--graph", "majority_vote", "--prompts", str(prompts),
-            "--base-url", server.base_url, "--model", "scripted", "-n", "2", "--quiet",
-            "--run-id", "brief",
+            home,
+            "solve",
+            PROBLEM,
+            "--graph",
+            "majority_vote",
+            "--prompts",
+            str(prompts),
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "--quiet",
+            "--run-id",
+            "brief",
         )
         assert result.exit_code == 0, result.output
         solver_systems = {

@@ -16,7 +16,8 @@ from typer.testing import CliRunner, Result
 
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir
-from tmas.graphs.spec import load_spec_file
+from tmas.graphs.pipeline import bodies
+from tmas.graphs.spec import GraphSpec, load_spec_file
 from tmas.graphs.validate import validate_spec
 from tmas.lifecycle.manager import saved_state
 from tmas.storage.run_registry import RunRegistry
@@ -28,9 +29,20 @@ GUIDELINE = "You are the guideline agent"
 
 
 def without_guideline(data: dict[str, Any]) -> dict[str, Any]:
-    """The spec with the guideline agent's node, its edge and its fan-out target removed."""
+    """The spec with the guideline agent's node, its edge and its fan-out target removed, in
+    the candidate pipeline's body where it sits."""
+    data = {**_without_guideline_here(data), "name": "my_tmas_without_guideline"}
+    data["nodes"] = [
+        {**n, "params": {**n["params"], "spec": _without_guideline_here(n["params"]["spec"])}}
+        if n["type"] == "pipeline"
+        else n
+        for n in data["nodes"]
+    ]
+    return data
+
+
+def _without_guideline_here(data: dict[str, Any]) -> dict[str, Any]:
     data = dict(data)
-    data["name"] = "my_tmas_without_guideline"
     data["nodes"] = [n for n in data["nodes"] if n["type"] != "extract_guideline"]
     edges = []
     for edge in data["edges"]:
@@ -41,6 +53,11 @@ def without_guideline(data: dict[str, Any]) -> dict[str, Any]:
         edges.append(edge)
     data["edges"] = edges
     return data
+
+
+def chain_of(spec: GraphSpec) -> GraphSpec:
+    """The body of the spec's candidate pipeline."""
+    return bodies(spec)["candidate"]
 
 
 def make_user_spec(folder: Path) -> Path:
@@ -86,11 +103,11 @@ def solve_on_fake_server(home: Path, graph: str, *extra: str) -> tuple[Result, l
 
 
 def test_the_edited_copy_is_a_valid_spec_without_the_guideline_agent(tmp_path: Path) -> None:
-    spec = validate_spec(load_spec_file(make_user_spec(tmp_path)))
+    spec = chain_of(validate_spec(load_spec_file(make_user_spec(tmp_path))))
     assert "extract_guideline" not in spec.node_ids()
     assert all("extract_guideline" not in e.targets for e in spec.edges)
     assert all(e.source != "extract_guideline" for e in spec.edges)
-    reflection = [e for e in spec.edges if e.source == "summaries_ready"]
+    reflection = [e for e in spec.edges if e.source == "summarize"]
     assert len(reflection) == 1 and reflection[0].targets == ["extract_experience"]
 
 
@@ -114,7 +131,8 @@ def test_user_ablation_runs_from_the_cli_without_guideline_calls(tmp_path: Path)
         conn.close()
     assert record.graph == "my_tmas_without_guideline"
     assert record.topology is not None
-    stored_types = {n["type"] for n in record.topology["spec"]["nodes"]}
+    stored = GraphSpec.model_validate(record.topology["spec"])
+    stored_types = {n.type for n in chain_of(stored).nodes}
     assert "extract_guideline" not in stored_types and "extract_experience" in stored_types
 
     shown = invoke(home, "show", "ablation", "--json")

@@ -50,6 +50,7 @@ def expected_calls(name: str, n: int, m: int, t: int) -> dict[Role, int]:
         "rsa": {"solver": n * t},
         "rse": {**tmas_like, "experience": n * t},
         "tmas": {**tmas_like, "experience": n * t, "guideline": n * t},
+        "tmas_barrier": {**tmas_like, "experience": n * t, "guideline": n * t},
         "tmas_no_experience": {**tmas_like, "guideline": n * t},
         "tmas_no_guideline": {**tmas_like, "experience": n * t},
         "text_mas": {"planner": t, "critic": t, "refiner": t, "judger": n * t},

@@ -32,7 +32,7 @@ def _planner_options(params: Mapping[str, Any]) -> list[str]:
     return option_problems(params.get("planner", "epsilon_greedy"), options)
 
 
-@register_node("start_iteration", check_params=_planner_options)
+@register_node("start_iteration", check_params=_planner_options, starts_iteration=True)
 def _start_iteration(
     ctx: NodeContext,
     planner: PlannerName = "epsilon_greedy",

@@ -13,6 +13,7 @@ from langgraph.types import RetryPolicy, Send
 
 from tmas.config import TMASConfig
 from tmas.graphs import spec as spec_names
+from tmas.graphs.pipeline import bodies
 from tmas.graphs.registry import NODE_TYPES, TASK_BUILDERS, NodeContext, ensure_builtins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
@@ -26,7 +27,7 @@ from tmas.nodes.control.stop_rules import (
     run_finished,
 )
 from tmas.nodes.prompts import PromptSet
-from tmas.state import RunState
+from tmas.state import ChainOutput, RunState
 
 
 def _endpoint(name: str) -> str:
@@ -45,32 +46,36 @@ def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
     return None
 
 
-def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext) -> Any:
-    """The node callable: an LLM node records its failed calls; a node right after a solver
-    stops the run when every solver call failed."""
+def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext, guarded: bool) -> Any:
+    """The node callable: an LLM node records its failed calls; with ``guarded``, a node right
+    after a solver stops the run when every solver call failed."""
     node_type = NODE_TYPES[node.type]
     action = node_type.build(context, node.params)
     if node_type.calls_llm:
         action = record_failures(action, node.id, _retry(node, context.config), context.config)
-    if node.id in after_solvers(spec):
+    if guarded and node.id in after_solvers(spec):
         action = RequireCandidate(action)
     return action
 
 
 def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
     """Ids of the spec's nodes whose type has ``trait`` (a flag of :class:`NodeType`), in
-    declaration order.
+    declaration order; a pipeline node has it when a node of its body has it.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
         >>> nodes_where(load_bundled("tmas"), "ends_iteration")
         ['record_iteration']
+        >>> nodes_where(load_bundled("tmas"), "produces_candidates")
+        ['candidate']
     """
     ensure_builtins()
+    inner = {node_id: bool(nodes_where(body, trait)) for node_id, body in bodies(spec).items()}
     return [
         node.id
         for node in spec.nodes
-        if node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait)
+        if inner.get(node.id)
+        or (node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait))
     ]
 
 
@@ -79,20 +84,21 @@ def after_solvers(spec: GraphSpec) -> set[str]:
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> after_solvers(load_bundled("tmas")), after_solvers(load_bundled("majority_vote"))
-        ({'candidates_ready'}, {'record_iteration'})
+        >>> after_solvers(load_bundled("tmas_barrier")), after_solvers(load_bundled("tmas"))
+        ({'candidates_ready'}, {'update_banks'})
     """
     solvers = set(solver_nodes(spec))
     return {target for target, sources in plain_sources(spec).items() if solvers & set(sources)}
 
 
 def solver_nodes(spec: GraphSpec) -> list[str]:
-    """Ids of the nodes that write the candidates (types registered ``produces_candidates``).
+    """Ids of the nodes that write the candidates (types registered ``produces_candidates``,
+    and pipelines whose body has one).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> solver_nodes(load_bundled("tmas"))
-        ['solve']
+        >>> solver_nodes(load_bundled("tmas_barrier")), solver_nodes(load_bundled("tmas"))
+        (['solve'], ['candidate'])
     """
     return nodes_where(spec, "produces_candidates")
 
@@ -164,6 +170,56 @@ def _add_plain_edges(graph: StateGraph, spec: GraphSpec) -> None:
         graph.add_edge(ends[0] if len(ends) == 1 else ends, _endpoint(target))
 
 
+def build_graph(
+    spec: GraphSpec,
+    config: TMASConfig,
+    router: ModelRouter,
+    prompts: PromptSet,
+    *,
+    state_schema: type = RunState,
+    output_schema: type | None = None,
+    guarded: bool = True,
+) -> StateGraph:
+    """The uncompiled graph of a validated ``spec``; ``guarded`` puts the all-solvers-failed
+    check after its solvers (a chain's body leaves it to the run's graph)."""
+    graph = StateGraph(state_schema, output_schema=output_schema)
+    for node in spec.nodes:
+        node_router = router.for_role(node.role) if node.role else router
+        context = NodeContext(config=config, router=node_router, prompts=prompts)
+        action = _action(node, spec, context, guarded)
+        graph.add_node(node.id, action, retry_policy=_retry(node, config))
+    for edge in spec.edges:
+        if edge.fanout is not None or edge.until is not None:
+            _add_edge(graph, edge, config)
+    _add_plain_edges(graph, spec)
+    return graph
+
+
+def compile_body(body: GraphSpec, context: NodeContext) -> CompiledStateGraph:
+    """A pipeline node's body as a subgraph on the run's state that hands back only what a
+    chain produces (:data:`tmas.state.ChainOutput`). It has no checkpointer of its own: it
+    saves under its own namespace in the run's, and resumes from there.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.pipeline import bodies
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> body = bodies(load_bundled("tmas"))["candidate"]
+        >>> context = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()))
+        >>> sorted(compile_body(body, context).output_channels)[:2]
+        ['call_failures', 'candidates']
+    """
+    graph = build_graph(
+        body,
+        context.config,
+        context.router,
+        context.prompts,
+        output_schema=ChainOutput,
+        guarded=False,
+    )
+    return graph.compile(name=body.name)
+
+
 def compile_spec(
     spec: GraphSpec,
     config: TMASConfig | Mapping[str, Any] | None,
@@ -187,17 +243,9 @@ def compile_spec(
     """
     validate_spec(spec)
     config = topology_config(spec, config).check_roles()
-    prompt_set = PromptSet(spec.prompts)
-    graph = StateGraph(state_schema)
-    for node in spec.nodes:
-        node_router = router.for_role(node.role) if node.role else router
-        context = NodeContext(config=config, router=node_router, prompts=prompt_set)
-        action = _action(node, spec, context)
-        graph.add_node(node.id, action, retry_policy=_retry(node, config))
-    for edge in spec.edges:
-        if edge.fanout is not None or edge.until is not None:
-            _add_edge(graph, edge, config)
-    _add_plain_edges(graph, spec)
+    graph = build_graph(
+        spec, config, router, PromptSet(spec.prompts), state_schema=state_schema
+    )
     return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)
 
 

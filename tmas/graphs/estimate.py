@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmas.config import TMASConfig
+from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.registry import NODE_TYPES, TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.nodes.control.iteration import round_size
@@ -39,13 +40,56 @@ def _final_round_size(spec: GraphSpec) -> int | None:
     return planners[0].params.get("final_round_size") if planners else None
 
 
-def _calls_per_run(node: NodeSpec, config: TMASConfig) -> tuple[int, bool]:
+def _calls_per_run(node: NodeSpec, config: TMASConfig, width: int) -> CallEstimate:
+    """The calls of one run of ``node``; a pipeline's are its body's at ``width``."""
+    if is_pipeline(node):
+        return iteration_calls(body_of(node), config, width)
     node_type = NODE_TYPES[node.type]
     if not node_type.calls_llm:
-        return 0, True
+        return CallEstimate(0)
     if node_type.max_calls is not None:
-        return node_type.max_calls(node.params, config), False
-    return 1, True
+        return CallEstimate(node_type.max_calls(node.params, config), exact=False)
+    return CallEstimate(1)
+
+
+def iteration_calls(spec: GraphSpec, config: TMASConfig, width: int) -> CallEstimate:
+    """The model calls of one pass of ``spec`` over ``width`` candidates: a fan-out sends what
+    its task builder's registered count says; a pipeline node fanned out runs its body once
+    per task over one candidate.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> config = TMASConfig(n_verifications=2)
+        >>> str(iteration_calls(load_bundled("tmas"), config, 4))
+        '24'
+        >>> from tmas.graphs.pipeline import bodies
+        >>> str(iteration_calls(bodies(load_bundled("tmas"))["candidate"], config, 1))
+        '6'
+    """
+    nodes = {node.id: node for node in spec.nodes}
+    fanned = {t for edge in spec.edges if edge.fanout for t in edge.targets}
+    total, exact, bound = 0, True, True
+    for edge in spec.edges:
+        if edge.fanout is None:
+            continue
+        if edge.fanout.copies is not None:
+            tasks = edge.fanout.copies
+        elif edge.fanout.tasks in TASK_SIZES:
+            tasks = TASK_SIZES[edge.fanout.tasks].count(config, width)
+        else:
+            tasks, exact, bound = width, False, False
+        for target in edge.targets:
+            calls = _calls_per_run(nodes[target], config, 1)
+            total, exact, bound = (
+                total + tasks * calls.total,
+                exact and calls.exact,
+                bound and calls.bound,
+            )
+    for node in spec.nodes:
+        if node.id not in fanned:
+            calls = _calls_per_run(node, config, width)
+            total, exact, bound = total + calls.total, exact and calls.exact, bound and calls.bound
+    return CallEstimate(total, exact, bound)
 
 
 def _may_stop_early(spec: GraphSpec, config: TMASConfig) -> bool:
@@ -58,8 +102,8 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
     """The model calls of a whole run of ``spec`` at ``config``'s sizes.
 
     Each iteration's width comes from ``round_widths`` or N (and a planner's
-    ``final_round_size``); a fan-out sends what its task builder's registered count says; a
-    topology without a loop runs once; the consensus rule or a loop's own stop condition can end
+    ``final_round_size``), its calls from :func:`iteration_calls`; a topology without a loop
+    runs once; the consensus rule or a loop's own stop condition can end
     a run early (then the total is a bound).
 
     Example:
@@ -73,27 +117,10 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
         '<=26'
     """
     ensure_builtins()
-    nodes = {node.id: node for node in spec.nodes}
     looped = any(edge.until for edge in spec.edges)
-    fanned = {t for edge in spec.edges if edge.fanout for t in edge.targets}
     final_round = _final_round_size(spec)
     total, exact, bound = 0, not _may_stop_early(spec, config), True
     for iteration in range(1, (config.max_iterations if looped else 1) + 1):
-        width = round_size(config, iteration, final_round)
-        for edge in spec.edges:
-            if edge.fanout is None:
-                continue
-            if edge.fanout.copies is not None:
-                tasks = edge.fanout.copies
-            elif edge.fanout.tasks in TASK_SIZES:
-                tasks = TASK_SIZES[edge.fanout.tasks].count(config, width)
-            else:
-                tasks, exact, bound = width, False, False
-            for target in edge.targets:
-                calls, known = _calls_per_run(nodes[target], config)
-                total, exact = total + tasks * calls, exact and known
-        for node in spec.nodes:
-            if node.id not in fanned:
-                calls, known = _calls_per_run(node, config)
-                total, exact = total + calls, exact and known
+        calls = iteration_calls(spec, config, round_size(config, iteration, final_round))
+        total, exact, bound = total + calls.total, exact and calls.exact, bound and calls.bound
     return CallEstimate(total, exact, bound)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.graphs.pipeline import bodies
 from tmas.llm.router import ModelRouter
 from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
@@ -91,7 +92,8 @@ class NodeType:
     ``produces_candidates``: it writes the iteration's candidates (the node after it stops the
     run when every call failed, and a resume makes those calls again); ``ends_iteration``: an
     iteration is over after it (a reviewed run pauses there, a fork starts there);
-    ``check_params``: extra checks of its parameters beyond names and types.
+    ``starts_iteration``: it opens an iteration (clears its lists), so no pipeline body may
+    hold it; ``check_params``: extra checks of its parameters beyond names and types.
     """
 
     name: str
@@ -103,6 +105,7 @@ class NodeType:
     ends_iteration: bool = False
     check_params: ParamCheck | None = None
     needs_internals: bool = False
+    starts_iteration: bool = False
 
     def build(self, context: NodeContext, params: Mapping[str, Any]) -> Any:
         """The node callable for one spec node."""
@@ -140,6 +143,7 @@ def register_node(
     ends_iteration: bool = False,
     check_params: ParamCheck | None = None,
     needs_internals: bool = False,
+    starts_iteration: bool = False,
 ) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
@@ -169,6 +173,7 @@ def register_node(
             ends_iteration=ends_iteration,
             check_params=check_params,
             needs_internals=needs_internals,
+            starts_iteration=starts_iteration,
         )
         register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
         return factory
@@ -206,7 +211,8 @@ def register_tasks(
 
 def registrations_used(spec: Any) -> list[Any]:
     """What ``spec`` uses of the registries: node factories, task builders, planners,
-    selection rules and stop conditions named by it (unknown names left out)."""
+    selection rules and stop conditions named by it or its pipelines' bodies (unknown names
+    left out)."""
     ensure_builtins()
     used: list[Any] = []
     for node in spec.nodes:
@@ -217,6 +223,8 @@ def registrations_used(spec: Any) -> list[Any]:
         used += [STOP_CONDITIONS.get(name) for name in edge.conditions]
         if edge.fanout is not None and edge.fanout.tasks:
             used.append(TASK_BUILDERS.get(edge.fanout.tasks))
+    for body in bodies(spec).values():
+        used += registrations_used(body)
     return [item for item in used if item is not None]
 
 
@@ -245,3 +253,4 @@ def ensure_builtins() -> None:
     """Load the built-in node types, task builders and stop conditions."""
     importlib.import_module("tmas.graphs.builtin")
     importlib.import_module("tmas.graphs.builtin_chains")
+    importlib.import_module("tmas.graphs.builtin_pipeline")

@@ -208,16 +208,31 @@ class GraphSpec(BaseModel):
         edge) to where the node's own single plain edge led. Validate the result
         (``tmas.load_topology``).
 
+        A node of a pipeline's inline body is taken out of that body.
+
         Example:
             >>> from tmas.graphs.bundled import load_bundled
-            >>> ablation = load_bundled("tmas").without_nodes("extract_guideline")
+            >>> ablation = load_bundled("tmas_barrier").without_nodes("extract_guideline")
             >>> [e.target for e in ablation.edges if e.source == "summaries_ready"]
             [['extract_experience']]
+            >>> nested = load_bundled("tmas").without_nodes("extract_guideline")
+            >>> [n["id"] for n in nested.nodes[1].params["spec"]["nodes"]][-2:]
+            ['summarize', 'extract_experience']
         """
-        unknown = [i for i in node_ids if i not in self.node_ids()]
+        inner = {
+            n.id: GraphSpec.model_validate({"name": n.id, **n.params["spec"]})
+            for n in self.nodes
+            if _inline_body(n)
+        }
+        known = self.node_ids() + [i for body in inner.values() for i in body.node_ids()]
+        unknown = [i for i in node_ids if i not in known]
         if unknown:
-            raise KeyError(f"no node {unknown[0]!r}; nodes: {', '.join(self.node_ids())}")
+            raise KeyError(f"no node {unknown[0]!r}; nodes: {', '.join(known)}")
         gone = set(node_ids)
+        return self._without_in_bodies(inner, gone)._without_here(gone)
+
+    def _without_here(self, gone: set[str]) -> GraphSpec:
+        """This spec without its own ``gone`` nodes (see :meth:`without_nodes`)."""
 
         def onward(node_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
             outs = [e for e in self.edges if e.source == node_id]
@@ -245,6 +260,29 @@ class GraphSpec(BaseModel):
             edges.append(edge.model_copy(update=update))
         nodes = [n for n in self.nodes if n.id not in gone]
         return self.model_copy(update={"nodes": nodes, "edges": edges})
+
+    def _without_in_bodies(self, inner: dict[str, GraphSpec], gone: set[str]) -> GraphSpec:
+        """This spec with the ``gone`` nodes taken out of its inline pipeline bodies."""
+        nodes = []
+        for node in self.nodes:
+            body = inner.get(node.id)
+            if body is not None and gone & set(body.node_ids()):
+                block = body.without_nodes(*(gone & set(body.node_ids())))
+                spec = {
+                    **node.params["spec"],
+                    **block.model_dump(
+                        by_alias=True, include={"nodes", "edges"}, exclude_defaults=True
+                    ),
+                }
+                node = node.model_copy(update={"params": {**node.params, "spec": spec}})
+            nodes.append(node)
+        return self.model_copy(update={"nodes": nodes})
+
+
+def _inline_body(node: NodeSpec) -> bool:
+    """Whether ``node`` is a pipeline with an inline body block (see
+    :mod:`tmas.graphs.pipeline`)."""
+    return node.type == "pipeline" and isinstance(node.params.get("spec"), dict)
 
 
 def _field_problems(exc: ValidationError) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import networkx as nx
 
+from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.registry import (
     NODE_TYPES,
     PLANNERS,
@@ -48,7 +49,7 @@ def plain_sources(spec: GraphSpec) -> dict[str, list[str]]:
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> plain_sources(load_bundled("tmas"))["update_banks"]
+        >>> plain_sources(load_bundled("tmas_barrier"))["update_banks"]
         ['extract_experience', 'extract_guideline']
     """
     sources: dict[str, list[str]] = {}
@@ -150,10 +151,10 @@ def _join_problems(spec: GraphSpec) -> list[str]:
     return problems
 
 
-def _role_and_prompt_problems(spec: GraphSpec) -> list[str]:
+def _role_and_prompt_problems(spec: GraphSpec, outer_roles: frozenset[str]) -> list[str]:
     """Roles the nodes name but nobody declares, declarations that borrow the model of an
     unknown role or redeclare a built-in one, and prompt overrides that cannot work."""
-    known = set(declared_roles()) | set(spec.roles)
+    known = set(declared_roles()) | set(spec.roles) | outer_roles
     problems = []
     for name, role in spec.roles.items():
         if name in BUILTIN_ROLES:
@@ -190,6 +191,69 @@ def _param_problems(spec: GraphSpec) -> list[str]:
     return problems
 
 
+def _body_problems(body: GraphSpec) -> list[str]:
+    """What a pipeline body may not do: loop, open or end an iteration, or declare what belongs
+    to the whole topology (config, roles, prompts)."""
+    problems = []
+    for key in ("config", "roles", "prompts"):
+        if getattr(body, key):
+            problems.append(f"{key}: belongs to the topology, not to a pipeline body")
+    for edge in body.edges:
+        if edge.until is not None:
+            problems.append(
+                f"edge from {edge.source} loops (until): a body runs once per task; loop in "
+                "the topology around the pipeline node instead"
+            )
+    for node in body.nodes:
+        node_type = NODE_TYPES.get(node.type)
+        if node_type is not None and (node_type.ends_iteration or node_type.starts_iteration):
+            problems.append(
+                f"node {node.id} ({node.type}) opens or ends an iteration: only the topology "
+                "around the pipeline may"
+            )
+    return problems
+
+
+def _pipeline_problems(spec: GraphSpec, outer: tuple[str, ...], roles: frozenset[str]) -> list[str]:
+    """Each pipeline node's body: readable, checked as a spec and as a body (nested bodies
+    too, a body that contains itself refused), and entered by fan-out edges only."""
+    problems = []
+    for node in spec.nodes:
+        if not is_pipeline(node):
+            continue
+        for edge in spec.edges:
+            into = node.id in edge.targets or (edge.until is not None and edge.exit == node.id)
+            if into and edge.fanout is None:
+                problems.append(
+                    f"node {node.id}: a pipeline runs once per fan-out task; the edge from "
+                    f"{edge.source} would hand it the whole state (make it a fan-out)"
+                )
+        try:
+            body = body_of(node)
+        except SpecError as exc:
+            problems += [f"node {node.id}: body: {p}" for p in exc.problems]
+            continue
+        if body.name in outer:
+            problems.append(f"node {node.id}: body {body.name!r} contains itself")
+            continue
+        found = _body_problems(body) + _spec_problems(body, (*outer, body.name), roles)
+        problems += [f"node {node.id}: body {body.name!r}: {p}" for p in found]
+    return problems
+
+
+def _spec_problems(
+    spec: GraphSpec, outer: tuple[str, ...], outer_roles: frozenset[str] = frozenset()
+) -> list[str]:
+    """Every problem of ``spec``, a body of the topologies named ``outer`` (whose roles are
+    ``outer_roles``) when those are given."""
+    roles = outer_roles | frozenset(spec.roles)
+    problems = _reference_problems(spec) + _role_and_prompt_problems(spec, outer_roles)
+    problems += _param_problems(spec) + _pipeline_problems(spec, outer, roles)
+    if not problems:
+        problems = _structure_problems(spec)
+    return problems
+
+
 def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     """Raise ``SpecError`` listing every problem; return the spec when it is valid.
 
@@ -198,13 +262,12 @@ def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     nodes; every node is reachable from START and can reach END; every cycle has an exit; a
     join (a node with several plain incoming edges) neither includes START nor mixes sources
     inside and outside its loop; roles are declared and prompt overrides use only the fields
-    their prompt is given. A valid spec's ``roles:`` are then declared (:mod:`tmas.roles`).
+    their prompt is given; a pipeline node's body passes the same checks, does not loop, open
+    or end an iteration, and the pipeline is entered by fan-outs only. A valid spec's
+    ``roles:`` are then declared (:mod:`tmas.roles`).
     """
     ensure_builtins()
-    problems = _reference_problems(spec) + _role_and_prompt_problems(spec)
-    problems += _param_problems(spec)
-    if not problems:
-        problems = _structure_problems(spec)
+    problems = _spec_problems(spec, (spec.name,))
     if problems:
         raise SpecError(problems, source)
     declare_roles({name: role.model_dump() for name, role in spec.roles.items()})

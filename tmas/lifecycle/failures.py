@@ -252,7 +252,7 @@ def solver_replay(
         ... except AllSolverCallsFailed:
         ...     pass
         >>> back = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=saver)
-        >>> at, carried = solver_replay(back, thread, ["solve"])
+        >>> at, carried = solver_replay(back, thread, ["candidate"])  # the pipeline that solves
         >>> solver = back.invoke(carried, at)["usage"]["solver"]
         >>> solver["calls"], solver["failed_calls"]
         (2, 2)

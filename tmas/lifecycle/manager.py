@@ -12,6 +12,7 @@ from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
+from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
 from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
@@ -165,7 +166,7 @@ class RunManager:
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
         (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
         that chose it."""
-        spec = spec or load_bundled("tmas")
+        spec = with_inline_bodies(spec or load_bundled("tmas"))  # saved whole: no file needed
         config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
         backend_values = backend.model_dump(mode="json")
@@ -246,22 +247,24 @@ class RunManager:
             start_cfg, next_input = replay  # every solver call of the iteration failed: again
         pause_after = [iteration_end_node(spec)] if review is not None else None
         modes = ["tasks", "updates", *(["custom"] if on_event else [])]
-        tracker = ProgressTracker(estimate_run_calls(spec, config), config.max_iterations, state)
+        estimate = estimate_run_calls(spec, config)
+        tracker = ProgressTracker(estimate, config.max_iterations, state, pipeline_nodes(spec))
         paused = False
         try:
             while True:
                 with ProgressDisplay(tracker, enabled=show_progress) as display:
-                    for mode, chunk in graph.stream(
+                    for namespace, mode, chunk in graph.stream(
                         next_input,
                         start_cfg,
                         stream_mode=modes,
                         durability=config.durability,
                         interrupt_after=pause_after,
+                        subgraphs=True,  # the events and calls of pipeline bodies, as they come
                     ):
                         if mode == "custom":
                             on_event(chunk)  # type: ignore[misc]
                         else:
-                            display.observe(mode, chunk)
+                            display.observe(mode, chunk, namespace)
                 snapshot = graph.get_state(cfg)
                 if review is None or not snapshot.next:
                     break

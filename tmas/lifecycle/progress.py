@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from typing import Any
 
 from rich.console import Console
@@ -26,7 +27,9 @@ class ProgressTracker:
     """Counts what a run's stream reports; knows nothing about how it is shown.
 
     ``total_calls`` is a :class:`~tmas.graphs.estimate.CallEstimate` (shown as "<=N" when it
-    is a bound, "~N" when a guess) or a plain number.
+    is a bound, "~N" when a guess) or a plain number. ``pipelines`` names the pipeline nodes
+    of a run streamed with ``subgraphs=True``: their own updates repeat what their body's
+    nodes reported already, so their calls are not counted twice.
 
     Example:
         >>> t = ProgressTracker(total_calls=10, max_iterations=2)
@@ -37,9 +40,14 @@ class ProgressTracker:
     """
 
     def __init__(
-        self, total_calls: CallEstimate | int, max_iterations: int, state: dict | None = None
+        self,
+        total_calls: CallEstimate | int,
+        max_iterations: int,
+        state: dict | None = None,
+        pipelines: Collection[str] = (),
     ) -> None:
         state = state or {}
+        self.pipelines = frozenset(pipelines)
         usage = state.get("usage", {}) or {}
         if not isinstance(total_calls, CallEstimate):
             total_calls = CallEstimate(total_calls)
@@ -54,16 +62,19 @@ class ProgressTracker:
         self.stage = "starting"
         self.last_answer: str | None = state.get("final_answer")
 
-    def observe(self, mode: str, chunk: Any) -> None:
-        """Update the counters from one ``(mode, chunk)`` of ``graph.stream``."""
+    def observe(self, mode: str, chunk: Any, namespace: tuple[str, ...] = ()) -> None:
+        """Update the counters from one ``(mode, chunk)`` of ``graph.stream`` (from the
+        subgraph at ``namespace`` when streamed with ``subgraphs=True``)."""
         if mode == "tasks" and isinstance(chunk, dict) and "input" in chunk:
             self.stage = STAGES.get(chunk.get("name", ""), self.stage)
             return
         if mode != "updates" or not isinstance(chunk, dict):
             return
-        for update in chunk.values():
+        for node, update in chunk.items():
             if not isinstance(update, dict):
                 continue
+            if not namespace and node in self.pipelines:
+                continue  # a chain's output: its nodes' calls were counted as they came
             for usage in (update.get("usage") or {}).values():
                 self.calls += usage.get("calls", 0)
                 self.tokens += usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
@@ -127,9 +138,9 @@ class ProgressDisplay:
             "total": t.total_text,
         }
 
-    def observe(self, mode: str, chunk: Any) -> None:
-        """Feed one stream item and refresh what is shown."""
-        self.tracker.observe(mode, chunk)
+    def observe(self, mode: str, chunk: Any, namespace: tuple[str, ...] = ()) -> None:
+        """Feed one stream item (of the subgraph at ``namespace``) and refresh what is shown."""
+        self.tracker.observe(mode, chunk, namespace)
         if not self.enabled:
             return
         if self._progress is not None:

@@ -160,6 +160,9 @@ class FakeOpenAIServer:
         served_models: When set, a request for another model gets HTTP 404.
         max_context_tokens: When set, a prompt of more words than this gets HTTP 400 with
             vLLM's "maximum context length" message.
+        latency_of: When set, called with each chat completion's body before it is answered;
+            the seconds it returns replace ``latency_s`` for that request (it may also block,
+            e.g. until another request arrived).
 
     Example:
         >>> from openai import OpenAI
@@ -183,6 +186,7 @@ class FakeOpenAIServer:
         api_key: str | None = None,
         served_models: tuple[str, ...] | None = None,
         max_context_tokens: int | None = None,
+        latency_of: Callable[[dict[str, Any]], float] | None = None,
     ) -> None:
         if not _is_loopback(host):
             raise ValueError(f"FakeOpenAIServer binds loopback addresses only, not {host!r}")
@@ -195,6 +199,7 @@ class FakeOpenAIServer:
         self.api_key = api_key
         self.served_models = served_models
         self.max_context_tokens = max_context_tokens
+        self.latency_of = latency_of
         self.refused: list[int] = []  # the HTTP status of each refused request
         self._lock = threading.Lock()
         self._admitted = 0
@@ -327,7 +332,11 @@ class FakeOpenAIServer:
         timing = {"role": tagged.get("role"), "seed": body.get("seed"), "arrived": time.time()}
         timing["latency_s"] = self.latency.draw(timing["role"], str(body.get("seed", "")))
         try:
-            time.sleep(timing["latency_s"])
+            if self.latency_of is None:
+                time.sleep(timing["latency_s"])
+            else:  # it may block; what it took counts as the latency
+                time.sleep(self.latency_of(body))
+                timing["latency_s"] = time.time() - timing["arrived"]
             flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1

@@ -3,19 +3,24 @@ sent, in verl's layout (``prompt``, ``data_source``, ``ability``, ``reward_model
 ``extra_info``) plus ``_source``, the reward kind of the hybrid scheme.
 
 The messages are rebuilt from what the run checkpointed: each solver call's task (the Send
-packet LangGraph saved before the call ran) rendered with the run's own prompt templates, as
-the solver node rendered it. Nothing is written to the run database.
+packet LangGraph saved before the call ran, or the one a candidate's pipeline made from its
+own packet) rendered with the run's own prompt templates, as the solver node rendered it.
+Nothing is written to the run database.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from tmas.config import TMASConfig
+from tmas.graphs.pipeline import bodies
+from tmas.graphs.registry import TASK_BUILDERS, ensure_builtins
+from tmas.graphs.spec import parse_spec
 from tmas.lifecycle.history import latest_run_states
 from tmas.nodes.agents.solver import solver_prompt
 from tmas.nodes.prompts import PromptSet
@@ -70,8 +75,43 @@ def solver_node_ids(record: RunRecord) -> set[str]:
     return {node["id"] for node in nodes if node.get("type") == SOLVER_NODE_TYPE}
 
 
+TaskMaker = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def solver_task_makers(record: RunRecord) -> dict[str, TaskMaker]:
+    """For each node the run sent solver work to, how its saved Send packet gives the solver
+    tasks: a solver node's packet is its task; a pipeline's (one candidate's chain input) gives
+    them through the task builder its body's fan-out into a solver uses, as the chain made them.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.storage.run_registry import RunRecord
+        >>> record = RunRecord("r", 0.0, "1+1?", None, "tmas", {}, {}, None, "done", None, None,
+        ...     topology={"spec": load_bundled("tmas").model_dump(by_alias=True)})
+        >>> sorted(solver_task_makers(record))
+        ['candidate']
+    """
+    topology = record.topology or {}
+    spec_data = topology.get("spec") or topology
+    makers: dict[str, TaskMaker] = {node: lambda arg: [arg] for node in solver_node_ids(record)}
+    if not spec_data.get("edges"):
+        return makers
+    ensure_builtins()
+    config = TMASConfig(**(record.config or {}))
+    for node_id, body in bodies(parse_spec({"name": "run", **spec_data})).items():
+        solvers = {node.id for node in body.nodes if node.type == SOLVER_NODE_TYPE}
+        builders = [
+            TASK_BUILDERS[edge.fanout.tasks]
+            for edge in body.edges
+            if edge.fanout and edge.fanout.tasks in TASK_BUILDERS and solvers & set(edge.targets)
+        ]
+        if builders:
+            makers[node_id] = lambda arg, build=builders[0]: build(arg, config)
+    return makers
+
+
 def solver_calls(
-    checkpointer: BaseCheckpointSaver, run_id: str, solver_nodes: set[str]
+    checkpointer: BaseCheckpointSaver, run_id: str, makers: dict[str, TaskMaker]
 ) -> tuple[list[dict[str, Any]], dict[tuple[int, int], dict[str, Any]]]:
     """The solver tasks the run sent (oldest first, one per iteration and candidate) and its
     candidates by (iteration, index)."""
@@ -79,9 +119,12 @@ def solver_calls(
     candidates: dict[tuple[int, int], dict[str, Any]] = {}
     for values in latest_run_states(checkpointer, run_id):
         for send in values.get(TASKS_CHANNEL) or []:
-            if getattr(send, "node", None) in solver_nodes and isinstance(send.arg, dict):
-                plan = send.arg.get("plan", {})
-                tasks.setdefault((plan.get("iteration", 0), plan.get("index", 0)), send.arg)
+            make = makers.get(getattr(send, "node", None))
+            if make is None or not isinstance(send.arg, dict):
+                continue
+            for task in make(send.arg):
+                plan = task.get("plan", {})
+                tasks.setdefault((plan.get("iteration", 0), plan.get("index", 0)), task)
         for candidate in values.get("candidates") or []:
             candidates.setdefault((candidate["iteration"], candidate["index"]), candidate)
     return [tasks[key] for key in sorted(tasks)], candidates
@@ -152,7 +195,7 @@ def export_runs(storage: Storage, run_ids: Iterable[str]) -> RolloutExport:
     for run_id in dict.fromkeys(run_ids):
         record = storage.registry.get(run_id)
         export.runs += 1
-        tasks, candidates = solver_calls(storage.checkpointer, run_id, solver_node_ids(record))
+        tasks, candidates = solver_calls(storage.checkpointer, run_id, solver_task_makers(record))
         prompts = PromptSet((record.topology or {}).get("prompts") or {})
         for task in tasks:
             plan = task["plan"]

@@ -7,9 +7,11 @@ import textwrap
 from tmas.graphs.spec import END, START, GraphSpec
 from tmas.views.diagram_layout import (
     Arc,
+    body_caption,
     fanout_targets,
     layers,
     node_label,
+    pipeline_bodies,
     spec_arcs,
 )
 
@@ -62,18 +64,32 @@ def spec_to_ascii(spec: GraphSpec) -> str:
         layer 4
           (END)
     """
-    fanned = fanout_targets(spec)
-    labels = {node.id: node_label(node) for node in spec.nodes}
-    by_source: dict[str, list[Arc]] = {}
-    for arc in spec_arcs(spec):
-        by_source.setdefault(arc.source, []).append(arc)
     lines = [f"topology: {spec.name}"]
     if spec.description:
         lines += textwrap.wrap(spec.description, 78, initial_indent="  ", subsequent_indent="  ")
     lines += ["", LEGEND]
+    if pipeline_bodies(spec):
+        lines.append("        { ... }  a pipeline's body, under its node")
+    return ascii_only("\n".join(lines + _layer_lines(spec, "")) + "\n")
+
+
+def _layer_lines(spec: GraphSpec, indent: str) -> list[str]:
+    """Each layer's nodes with their arrows; a pipeline's body drawn the same way under it."""
+    fanned = fanout_targets(spec)
+    inner = pipeline_bodies(spec)
+    labels = {node.id: node_label(node) for node in spec.nodes}
+    by_source: dict[str, list[Arc]] = {}
+    for arc in spec_arcs(spec):
+        by_source.setdefault(arc.source, []).append(arc)
+    lines = []
     for depth, layer in enumerate(layers(spec)):
-        lines += ["", f"layer {depth}"]
+        lines += ["", f"{indent}layer {depth}"]
         for node_id in layer:
-            lines.append("  " + _box(node_id, labels.get(node_id, node_id), fanned))
-            lines.extend("      " + _arc_line(arc) for arc in by_source.get(node_id, []))
-    return ascii_only("\n".join(lines) + "\n")
+            lines.append(f"{indent}  " + _box(node_id, labels.get(node_id, node_id), fanned))
+            if node_id in inner:
+                body = inner[node_id]
+                lines.append(f"{indent}      {{ {body_caption(body)}")
+                lines += _layer_lines(body, indent + "        ")[1:]
+                lines.append(f"{indent}      }}")
+            lines.extend(f"{indent}      " + _arc_line(arc) for arc in by_source.get(node_id, []))
+    return lines

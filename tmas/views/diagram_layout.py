@@ -7,6 +7,7 @@ from typing import Literal
 
 import networkx as nx
 
+from tmas.graphs.pipeline import bodies
 from tmas.graphs.registry import TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec, NodeSpec
 from tmas.graphs.validate import spec_digraph
@@ -143,3 +144,35 @@ def layers(spec: GraphSpec) -> list[list[str]]:
         sorted(layer, key=lambda n: (rank.get(n, len(rank)), n))
         for layer in nx.topological_generations(graph)
     ]
+
+
+def pipeline_bodies(spec: GraphSpec) -> dict[str, GraphSpec]:
+    """The body of each pipeline node, by node id: drawn nested inside that node.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> {k: v.name for k, v in pipeline_bodies(load_bundled("tmas")).items()}
+        {'candidate': 'candidate_chain'}
+    """
+    ensure_builtins()
+    return bodies(spec)
+
+
+def nested_id(pipeline: str, node_id: str, separator: str = "/") -> str:
+    """The drawn id of node ``node_id`` of pipeline ``pipeline``'s body (START and END too).
+
+    Example:
+        >>> nested_id("candidate", "solve"), nested_id("candidate", "END", "__")
+        ('candidate/solve', 'candidate__END')
+    """
+    return f"{pipeline}{separator}{node_id}"
+
+
+def body_caption(body: GraphSpec) -> str:
+    """What a pipeline's cluster says about its body.
+
+    Example:
+        >>> body_caption(GraphSpec(name="chain", nodes=[], edges=[]))
+        "pipeline chain: runs once per task (N inside: that task's candidates)"
+    """
+    return f"pipeline {body.name}: runs once per task (N inside: that task's candidates)"
