@@ -71,7 +71,10 @@ def solver_node_ids(record: RunRecord) -> set[str]:
         >>> solver_node_ids(record)
         {'solve'}
     """
-    nodes = (record.topology or {}).get("nodes") or [{"id": "solve", "type": SOLVER_NODE_TYPE}]
+    topology = record.topology or {}
+    nodes = (topology.get("spec") or topology).get("nodes") or [
+        {"id": "solve", "type": SOLVER_NODE_TYPE}
+    ]
     return {node["id"] for node in nodes if node.get("type") == SOLVER_NODE_TYPE}
 
 
