@@ -9,8 +9,12 @@ import pytest
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec, spec_needs_internals, spec_uses_store
-from tmas.graphs.registry import NODE_TYPES
+from tmas.graphs.compiler import (
+    compile_spec,
+    nodes_where,
+    spec_needs_internals,
+    spec_uses_store,
+)
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.storage.sqlite import connect, open_checkpointer, open_store
 
@@ -61,7 +65,8 @@ def test_bundled_topology_runs_and_resumes_on_smollm2(
     assert whole["history"][-1]["pass_at_1"] is not None
 
     interrupted = {"configurable": {"thread_id": "interrupted"}}
-    model_nodes = {node.id for node in spec.nodes if NODE_TYPES[node.type].calls_llm}
+    # A pipeline node's update arrives when one candidate's whole chain (its calls) finished.
+    model_nodes = set(nodes_where(spec, "calls_llm"))
     for update in graph.stream(PROBLEM, interrupted, stream_mode="updates"):
         if model_nodes & set(update):  # stop once a model call finished, as a Ctrl-C would
             break
