@@ -10,20 +10,26 @@ From the latencies the server drew, two ideals of the iteration's model-call spa
 - pipelined ideal: the slowest candidate chain (solve_i + slowest of its M checks + its
   summary + the slower of its two reflections), the least any schedule can take.
 
-Prints, per topology and sigma, the span (first request to last answer), both ideals and the
+Each topology runs twice: driven with ``invoke`` (each model call in a worker thread) and with
+``ainvoke`` (async model calls on one event loop, as ``tmas solve`` drives a run).
+
+Prints, per topology, driver and sigma, the span (first request to last answer), both ideals and the
 ratios. Goal for a pipelined topology: span at most 1.05 x the pipelined ideal at sigma=1.0.
 
     python benchmarks/pipelining.py [--median 0.2] [--sigmas 0,0.5,1.0] [--graphs tmas]
+        [--drivers sync,async]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from collections import defaultdict
 from typing import Any
 
 from tmas import build_graph, load_topology
 from tmas.config import TMASConfig
+from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.manager import thread_config
 from tmas.llm.openai_compat import make_openai_chat_model
 from tmas.llm.router import ModelRouter
@@ -66,7 +72,9 @@ def ideals(timings: list[dict[str, Any]], config: TMASConfig) -> tuple[float, fl
     return barrier, pipelined
 
 
-def one_iteration(graph_name: str, latency: LogNormalLatency, config: TMASConfig) -> tuple:
+def one_iteration(
+    graph_name: str, latency: LogNormalLatency, config: TMASConfig, driver: str
+) -> tuple:
     """(span, barrier ideal, pipelined ideal) of one iteration of ``graph_name``."""
     with FakeOpenAIServer(latency_s=latency) as server:
         model = make_openai_chat_model(
@@ -79,7 +87,11 @@ def one_iteration(graph_name: str, latency: LogNormalLatency, config: TMASConfig
         width = config.n_candidates * config.n_verifications
         router = ModelRouter.for_config(model, None, config, max_parallel_calls=width)
         graph = build_graph(load_topology(graph_name), llm=router, config=config)
-        graph.invoke({"problem": "What is 9 + 9?"}, thread_config("bench", config))
+        problem, thread = {"problem": "What is 9 + 9?"}, thread_config("bench", config)
+        if driver == "async":
+            run_to_end(lambda: graph.ainvoke(problem, thread))
+        else:
+            graph.invoke(problem, thread)
         timings = server.timings
     span = max(t["answered"] for t in timings) - min(t["arrived"] for t in timings)
     return (span, *ideals(timings, config))
@@ -91,20 +103,21 @@ def main() -> None:
     parser.add_argument("--sigmas", default="0,0.5,1.0")
     parser.add_argument("--graphs", default="tmas", help="comma-separated topologies")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--drivers", default="sync,async", help="sync (invoke), async (ainvoke)")
     args = parser.parse_args()
     config = TMASConfig(n_candidates=8, n_verifications=8, max_iterations=1, max_retries=0)
     print(
         f"N={config.n_candidates} M={config.n_verifications}, one iteration, log-normal "
         f"latency median {args.median * 1000:.0f} ms, latency seed {args.seed}"
     )
-    print(f"{'topology':<18}{'sigma':>6}{'span s':>9}{'barrier':>9}{'pipelined':>10}"
+    print(f"{'topology':<18}{'driver':>7}{'sigma':>6}{'span s':>9}{'barrier':>9}{'pipelined':>10}"
           f"{'span/barrier':>14}{'span/pipelined':>16}{'barrier/pipelined':>19}")  # fmt: skip
     for sigma in (float(s) for s in args.sigmas.split(",")):
         latency = LogNormalLatency(args.median, sigma, args.seed)
-        for name in args.graphs.split(","):
-            span, barrier, pipelined = one_iteration(name, latency, config)
+        for name, driver in itertools.product(args.graphs.split(","), args.drivers.split(",")):
+            span, barrier, pipelined = one_iteration(name, latency, config, driver)
             print(
-                f"{name:<18}{sigma:>6.1f}{span:>9.3f}{barrier:>9.3f}{pipelined:>10.3f}"
+                f"{name:<18}{driver:>7}{sigma:>6.1f}{span:>9.3f}{barrier:>9.3f}{pipelined:>10.3f}"
                 f"{span / barrier:>14.2f}{span / pipelined:>16.2f}{barrier / pipelined:>19.2f}"
             )
     print(f"goal for a pipelined topology: span/pipelined <= {GOAL} at sigma=1.0")

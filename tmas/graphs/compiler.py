@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -55,7 +56,26 @@ def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext, guarded: bool
         action = record_failures(action, node.id, _retry(node, context.config), context.config)
     if guarded and node.id in after_solvers(spec):
         action = RequireCandidate(action)
-    return action
+    return with_async(action, node.id)
+
+
+def with_async(action: Any, name: str) -> Any:
+    """A node that has an ``acall`` as a LangGraph runnable with both ways to run: called in
+    a thread by ``invoke``/``stream``, awaited on the event loop by ``ainvoke``/``astream``
+    (so its model calls are async ones). Any other node is left to LangGraph (which runs a
+    plain function in a thread under ``astream``).
+
+    Example:
+        >>> from tmas.lifecycle.failures import RequireCandidate
+        >>> type(with_async(RequireCandidate(print), "update_banks")).__name__
+        'RunnableCallable'
+        >>> with_async(print, "update_banks") is print
+        True
+    """
+    acall = getattr(action, "acall", None)
+    if acall is None:
+        return action
+    return RunnableCallable(action, acall, name=name, trace=False)
 
 
 def nodes_where(spec: GraphSpec, trait: str) -> list[str]:

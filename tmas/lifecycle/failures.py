@@ -20,6 +20,7 @@ resumes once the cause is fixed.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Collection
 from typing import Any
@@ -121,15 +122,33 @@ class RecordFailures:
         try:
             return self.node(task)
         except ModelCallError as exc:
-            if exc.fatal:
-                emit("call_failed", **self.failure_record(task, exc))
-                raise  # a setting to fix: the run stops here, its checkpoints intact
-            attempt = attempt_number()
-            if exc.transient and attempt is not None and attempt < self.max_attempts:
-                if exc.retry_after_s:
-                    time.sleep(min(exc.retry_after_s, self.max_wait_s))
-                raise
-            return self.failure_update(task, exc)
+            wait = self._retry_wait(task, exc)
+            if wait is None:
+                return self.failure_update(task, exc)
+            time.sleep(wait)
+            raise
+
+    async def acall(self, task: Any) -> dict[str, Any]:
+        """The same on the running event loop (the node's own ``acall`` where it has one)."""
+        try:
+            return await call_async(self.node, task)
+        except ModelCallError as exc:
+            wait = self._retry_wait(task, exc)
+            if wait is None:
+                return self.failure_update(task, exc)
+            await asyncio.sleep(wait)
+            raise
+
+    def _retry_wait(self, task: Any, exc: ModelCallError) -> float | None:
+        """Seconds to wait before LangGraph retries ``exc`` (the caller re-raises it), or None
+        when the call failed for good; a fatal error is raised at once, its failure announced."""
+        if exc.fatal:
+            emit("call_failed", **self.failure_record(task, exc))
+            raise exc  # a setting to fix: the run stops here, its checkpoints intact
+        attempt = attempt_number()
+        if exc.transient and attempt is not None and attempt < self.max_attempts:
+            return min(exc.retry_after_s or 0.0, self.max_wait_s)
+        return None
 
     def failure_record(self, task: Any, exc: ModelCallError) -> CallFailure:
         """The ``call_failures`` entry of a call that failed for good."""
@@ -215,6 +234,24 @@ class RequireCandidate:
     def __call__(self, state: dict[str, Any]) -> Any:
         check_candidates(state)
         return self.node(state)
+
+    async def acall(self, state: dict[str, Any]) -> Any:
+        """The same on the running event loop."""
+        check_candidates(state)
+        return await call_async(self.node, state)
+
+
+async def call_async(node: Any, task: Any) -> Any:
+    """Await ``node``'s ``acall`` when it has one, else run it in a thread (context kept).
+
+    Example:
+        >>> asyncio.run(call_async(lambda task: task + 1, 1))
+        2
+    """
+    acall = getattr(node, "acall", None)
+    if acall is not None:
+        return await acall(task)
+    return await asyncio.to_thread(node, task)
 
 
 def _carried(failed_values: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
 from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
+from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.failures import solver_replay
 from tmas.lifecycle.history import iteration_records
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
@@ -253,18 +254,13 @@ class RunManager:
         try:
             while True:
                 with ProgressDisplay(tracker, enabled=show_progress) as display:
-                    for namespace, mode, chunk in graph.stream(
-                        next_input,
-                        start_cfg,
-                        stream_mode=modes,
-                        durability=config.durability,
-                        interrupt_after=pause_after,
-                        subgraphs=True,  # the events and calls of pipeline bodies, as they come
-                    ):
-                        if mode == "custom":
-                            on_event(chunk)  # type: ignore[misc]
-                        else:
-                            display.observe(mode, chunk, namespace)
+                    options = {
+                        "stream_mode": modes,
+                        "durability": config.durability,
+                        "interrupt_after": pause_after,
+                        "subgraphs": True,  # the events and calls of pipeline bodies
+                    }
+                    stream_pass(graph, next_input, start_cfg, options, display, on_event)
                 snapshot = graph.get_state(cfg)
                 if review is None or not snapshot.next:
                     break
@@ -294,6 +290,28 @@ class RunManager:
         if record.status in ("failed", "paused"):
             return record.status
         return "interrupted"
+
+
+def stream_pass(
+    graph: CompiledStateGraph,
+    payload: Any,
+    start: dict[str, Any],
+    options: dict[str, Any],
+    display: ProgressDisplay,
+    on_event: EventSink | None,
+) -> None:
+    """One pass of a run's graph, to its end or its next pause, driven with ``astream`` on
+    one event loop (the agents' model calls are async ones); live events go to ``on_event``
+    and everything else to the progress display."""
+
+    async def one_pass() -> None:
+        async for namespace, mode, chunk in graph.astream(payload, start, **options):
+            if mode == "custom":
+                on_event(chunk)  # type: ignore[misc]
+            else:
+                display.observe(mode, chunk, namespace)
+
+    run_to_end(one_pass)
 
 
 def finished_status(state: dict[str, Any]) -> str | None:

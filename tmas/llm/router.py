@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import copy
+import functools
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,6 +18,7 @@ from langgraph.errors import GraphBubbleUp
 
 from tmas.config import TMASConfig
 from tmas.llm.errors import ModelCallError
+from tmas.llm.loop_clients import LoopClients, answers_async
 from tmas.roles import Role, model_key
 
 
@@ -40,6 +44,24 @@ class Completion:
                 "output_tokens": self.output_tokens,
             }
         }
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One question for a role's model: what :meth:`ModelRouter.complete` takes, as a value
+    an agent can hand over (see :class:`tmas.nodes.common.SteppedAgent`).
+
+    Example:
+        >>> ModelCall("solver", "You solve.", "1+1?", 16, 0).role
+        'solver'
+    """
+
+    role: Role
+    system: str
+    user: str
+    max_tokens: int
+    seed: int
+    prompt: str | None = None
 
 
 def _text_of(message: Any) -> str:
@@ -85,7 +107,9 @@ class ModelRouter:
 
     Generation limits travel as invoke kwargs (``max_tokens``, ``temperature``, ``seed``),
     which chat models such as ChatOpenAI and ours forward; set ``pass_generation_kwargs=False``
-    for a model that rejects them. ``max_parallel_calls`` bounds the calls in flight at once.
+    for a model that rejects them. ``max_parallel_calls`` bounds the calls in flight at once,
+    in threads (:meth:`complete`) and in each event loop (:meth:`acomplete`, which calls the
+    model's async methods through one HTTP client per endpoint and loop).
     Bounding here rather than with LangGraph's ``max_concurrency`` keeps a worker free to save
     each finished call's result at once (LangGraph saves task results on the same pool), so a
     crash loses only the calls that were in flight.
@@ -110,6 +134,7 @@ class ModelRouter:
         self.main = main
         self.max_parallel_calls = max_parallel_calls
         self._slots = threading.BoundedSemaphore(max_parallel_calls) if max_parallel_calls else None
+        self._loop_clients = LoopClients(max_parallel_calls)
         self.overrides = dict(overrides or {})
         self.temperature = temperature
         self.role_temperatures = dict(role_temperatures or {})
@@ -201,6 +226,23 @@ class ModelRouter:
             played, self.role_temperatures.get(model_key(played), self.temperature)
         )
 
+    def _request(
+        self, call: ModelCall
+    ) -> tuple[BaseChatModel, list[Any], dict[str, Any], dict[str, Any]]:
+        """The model, messages, run config and generation kwargs of ``call``."""
+        kwargs: dict[str, Any] = {}
+        if self.pass_generation_kwargs:
+            kwargs = {"max_tokens": call.max_tokens, "seed": call.seed}
+            temperature = self.temperature_for(call.role)
+            if temperature is not None:
+                kwargs["temperature"] = temperature
+        config = {
+            "tags": [f"tmas:{call.role}"],
+            "metadata": call_metadata(call.role, call.prompt),
+        }
+        messages = [SystemMessage(call.system), HumanMessage(call.user)]
+        return self.model_for(call.role), messages, config, kwargs
+
     def complete(
         self,
         role: Role,
@@ -227,23 +269,62 @@ class ModelRouter:
             ...
             tmas.llm.errors.ModelCallError: solver call failed: RuntimeError: scripted failure ...
         """
-        kwargs: dict[str, Any] = {}
-        if self.pass_generation_kwargs:
-            kwargs = {"max_tokens": max_tokens, "seed": seed}
-            temperature = self.temperature_for(role)
-            if temperature is not None:
-                kwargs["temperature"] = temperature
-        model = self.model_for(role)
+        return self.call(ModelCall(role, system, user, max_tokens, seed, prompt))
+
+    def call(self, call: ModelCall) -> Completion:
+        """:meth:`complete` for a :class:`ModelCall`, in the calling thread."""
+        model, messages, config, kwargs = self._request(call)
         with self._slots or contextlib.nullcontext():
             try:
-                reply: AIMessage = model.invoke(
-                    [SystemMessage(system), HumanMessage(user)],
-                    config={"tags": [f"tmas:{role}"], "metadata": call_metadata(role, prompt)},
-                    **kwargs,
-                )
+                reply: AIMessage = model.invoke(messages, config=config, **kwargs)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                raise ModelCallError.wrap(role, exc, describe_model(model)) from exc
-        input_tokens, output_tokens = _usage_of(reply)
-        return Completion(_text_of(reply), input_tokens, output_tokens)
+                raise ModelCallError.wrap(call.role, exc, describe_model(model)) from exc
+        return _completion(reply)
+
+    async def acall(self, call: ModelCall) -> Completion:
+        """:meth:`call` on the running event loop: a model with an async implementation is
+        awaited through the loop's own HTTP client; any other runs in the router's threads.
+        Calls in flight are bounded per loop by ``max_parallel_calls``; errors are raised as
+        in :meth:`complete`.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> router = ModelRouter(ScriptedChatModel(), max_parallel_calls=2)
+            >>> call = ModelCall("guideline", "You are the guideline agent.", "...", 32, 0)
+            >>> asyncio.run(router.acall(call)).text
+            'Strategy: Set up an equation'
+        """
+        model, messages, config, kwargs = self._request(call)
+        clients = self._loop_clients
+        async with clients.slots() or contextlib.nullcontext():
+            try:
+                if answers_async(model):
+                    own = clients.model(model)
+                    reply: AIMessage = await own.ainvoke(messages, config=config, **kwargs)
+                else:
+                    invoke = functools.partial(model.invoke, messages, config=config, **kwargs)
+                    context = contextvars.copy_context()
+                    reply = await asyncio.get_running_loop().run_in_executor(
+                        clients.executor(), context.run, invoke
+                    )
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                raise ModelCallError.wrap(call.role, exc, describe_model(model)) from exc
+        return _completion(reply)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients the running event loop opened (at the end of its run).
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> asyncio.run(ModelRouter(ScriptedChatModel()).aclose())
+        """
+        await self._loop_clients.aclose()
+
+
+def _completion(reply: Any) -> Completion:
+    input_tokens, output_tokens = _usage_of(reply)
+    return Completion(_text_of(reply), input_tokens, output_tokens)

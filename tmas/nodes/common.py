@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from tmas.answers.parsing import Parsed, extract_answer
 from tmas.config import TMASConfig
 from tmas.lifecycle.events import emit
-from tmas.llm.router import Completion, ModelRouter
+from tmas.llm.router import Completion, ModelCall, ModelRouter
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import Candidate, ParseIssue, RunState, failed
@@ -138,3 +139,48 @@ class AgentNode:
         self.router = router
         self.config = config
         self.prompts = prompt_set or PromptSet()
+
+
+Steps = Generator[ModelCall, Completion, dict[str, Any]]
+
+
+class SteppedAgent(AgentNode):
+    """An agent written once for both ways a graph runs: its :meth:`steps` yields each
+    :class:`ModelCall` it needs and receives the reply, then returns its state update. Called
+    plainly (``graph.invoke``/``stream``) it makes its calls in the calling thread; awaited
+    through :meth:`acall` (``graph.ainvoke``/``astream``) it makes them on the event loop.
+
+    Example:
+        >>> import asyncio
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> class Echo(SteppedAgent):
+        ...     def steps(self, task):
+        ...         reply = yield ModelCall("solver", "You solve.", task["q"], 8, 0)
+        ...         return {"text": reply.text[:6]}
+        >>> node = Echo(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> node({"q": "1+1?"}) == asyncio.run(node.acall({"q": "1+1?"}))
+        True
+    """
+
+    def steps(self, task: dict[str, Any]) -> Steps:
+        """Yield each model call, receive its reply; return the state update."""
+        raise NotImplementedError
+
+    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        steps = self.steps(task)
+        try:
+            call = next(steps)
+            while True:
+                call = steps.send(self.router.call(call))
+        except StopIteration as done:
+            return done.value
+
+    async def acall(self, task: dict[str, Any]) -> dict[str, Any]:
+        """The node on the running event loop: the same steps, each call awaited."""
+        steps = self.steps(task)
+        try:
+            call = next(steps)
+            while True:
+                call = steps.send(await self.router.acall(call))
+        except StopIteration as done:
+            return done.value

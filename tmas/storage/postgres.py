@@ -48,7 +48,9 @@ def _modules() -> tuple[Any, Any, Any, Any]:
         raise StorageError(
             "a postgresql:// run database needs the postgres extra: pip install 'tmas[postgres]'"
         ) from None
-    return psycopg, PostgresSaver, PostgresStore, dict_row
+    from tmas.storage.threaded_async import with_async_methods
+
+    return psycopg, with_async_methods(PostgresSaver), PostgresStore, dict_row
 
 
 def _connect(url: str, **options: Any) -> Any:

@@ -12,6 +12,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from tmas.storage.sqlite_files import open_tracked
+from tmas.storage.threaded_async import ThreadedAsyncMethods
 
 if TYPE_CHECKING:
     from langgraph.store.sqlite import SqliteStore
@@ -237,9 +238,15 @@ def _location(conn: sqlite3.Connection) -> str:
         return "(unknown)"
 
 
+class ThreadedSqliteSaver(ThreadedAsyncMethods, SqliteSaver):
+    """LangGraph's SqliteSaver with async methods (run in threads), so a run can be driven
+    with ``astream``."""
+
+
 def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
-    """A ready SqliteSaver on ``conn`` using the strict serializer."""
-    saver = SqliteSaver(conn, serde=strict_serializer())
+    """A ready SqliteSaver on ``conn`` using the strict serializer (its async methods run the
+    synchronous ones in threads)."""
+    saver = ThreadedSqliteSaver(conn, serde=strict_serializer())
     try:
         saver.setup()
     except sqlite3.DatabaseError as exc:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.answers.parsing import parse_bullets
-from tmas.nodes.common import AgentNode, agent_update
+from tmas.llm.router import ModelCall
+from tmas.nodes.common import SteppedAgent, Steps, agent_update
 from tmas.seeding import derive_seed
 
 
@@ -40,11 +41,11 @@ def trusted(kind: str, mean_score: float | None) -> bool:
     return mean_score is not None and mean_score >= RELIABLE_SCORE
 
 
-class ExtractExperience(AgentNode):
+class ExtractExperience(SteppedAgent):
     """Node: propose experience-bank entries from one rollout and its summary."""
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
-        reply = self.router.complete(
+    def steps(self, task: dict[str, Any]) -> Steps:
+        reply = yield ModelCall(
             "experience",
             self.prompts.render("experience/system"),
             self.prompts.render(

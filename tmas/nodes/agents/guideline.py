@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.answers.parsing import parse_strategy
-from tmas.nodes.common import AgentNode, agent_update
+from tmas.llm.router import ModelCall
+from tmas.nodes.common import SteppedAgent, Steps, agent_update
 from tmas.seeding import derive_seed
 
 
-class ExtractGuideline(AgentNode):
+class ExtractGuideline(SteppedAgent):
     """Node: propose a guideline-bank entry (the strategy used) from one rollout."""
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
-        reply = self.router.complete(
+    def steps(self, task: dict[str, Any]) -> Steps:
+        reply = yield ModelCall(
             "guideline",
             self.prompts.render("guideline/system"),
             self.prompts.render(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.llm.router import ModelCall
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
-from tmas.nodes.common import AgentNode, answer_update
+from tmas.nodes.common import SteppedAgent, Steps, answer_update
 from tmas.nodes.control.planners import BUILTIN_MODES
 from tmas.nodes.prompts import PromptSet
 from tmas.state import Candidate, RunState
@@ -109,7 +110,7 @@ def reference_list(rollouts: list[dict[str, Any]]) -> str:
     )
 
 
-class Solve(AgentNode):
+class Solve(SteppedAgent):
     """Node: run one solver task and add its candidate to the iteration.
 
     Example:
@@ -121,9 +122,9 @@ class Solve(AgentNode):
         True
     """
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+    def steps(self, task: dict[str, Any]) -> Steps:
         plan = task["plan"]
-        reply = self.router.complete(
+        reply = yield ModelCall(
             "solver",
             self.prompts.render("solver/system"),
             solver_prompt(task, self.prompts),

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
-from tmas.nodes.common import AgentNode, live_candidates
+from tmas.nodes.common import SteppedAgent, Steps, live_candidates
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Summary, failed
 
@@ -57,12 +58,12 @@ def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     return tasks
 
 
-class Summarize(AgentNode):
+class Summarize(SteppedAgent):
     """Node: write the verification summary of one candidate."""
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+    def steps(self, task: dict[str, Any]) -> Steps:
         reports = "\n\n".join(f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"]))
-        reply = self.router.complete(
+        reply = yield ModelCall(
             "summary",
             self.prompts.render("summary/system"),
             self.prompts.render(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import Completion, ModelRouter
+from tmas.llm.router import ModelCall, ModelRouter
 from tmas.nodes.agents.chain import (
     agent_messages,
     agent_template,
@@ -16,13 +16,13 @@ from tmas.nodes.agents.chain import (
     with_record,
 )
 from tmas.nodes.agents.solver import failed_candidate
-from tmas.nodes.common import answer_update
+from tmas.nodes.common import SteppedAgent, Steps, answer_update
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import RunState
 
 
-class TextAgent:
+class TextAgent(SteppedAgent):
     """Node: one agent writes its notes for the agents after it (a failed call leaves them
     out: the chain goes on).
 
@@ -37,14 +37,14 @@ class TextAgent:
     def __init__(
         self, router: ModelRouter, config: TMASConfig, prompts: PromptSet, role: Role, agent: str
     ) -> None:
-        self.router, self.config, self.prompts = router, config, prompts
+        super().__init__(router, config, prompts)
         self.role, self.agent = role, agent
 
-    def ask(self, state: RunState, seed: int) -> Completion:
-        """The agent's reply to the problem and the notes of the agents before it."""
+    def ask(self, state: RunState, seed: int) -> ModelCall:
+        """The agent's question: the problem and the notes of the agents before it."""
         notes = notes_of(self.prompts, chain_records(state))
         system, user = agent_messages(self.prompts, self.agent, state["problem"], notes)
-        return self.router.complete(
+        return ModelCall(
             self.role,
             system["content"],
             user["content"],
@@ -53,8 +53,8 @@ class TextAgent:
             prompt=agent_template(self.agent),
         )
 
-    def __call__(self, state: RunState) -> dict[str, Any]:
-        reply = self.ask(state, self.config.seed)
+    def steps(self, state: RunState) -> Steps:  # type: ignore[override]
+        reply = yield self.ask(state, self.config.seed)
         record = {
             "agent": self.agent,
             "iteration": state.get("iteration", 0),
@@ -69,9 +69,10 @@ class TextAnswer(TextAgent):
     """Node: the final agent answers one plan (a task of ``chain_answer_tasks``) from the
     notes; a failed call stands as a failed candidate."""
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+    def steps(self, task: dict[str, Any]) -> Steps:
         plan = task["plan"]
-        update = answer_update(plan, self.ask(task, plan["seed"]), self.role)
+        reply = yield self.ask(task, plan["seed"])
+        update = answer_update(plan, reply, self.role)
         return {
             **update,
             **with_record(task, {"agent": self.agent, "iteration": plan["iteration"]}),

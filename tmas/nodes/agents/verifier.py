@@ -7,8 +7,9 @@ from typing import Any
 from tmas.answers.parsing import parse_verification
 from tmas.config import TMASConfig
 from tmas.lifecycle.events import emit
+from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
-from tmas.nodes.common import AgentNode, agent_update, live_candidates
+from tmas.nodes.common import SteppedAgent, Steps, agent_update, live_candidates
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
 
@@ -51,10 +52,10 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
     return tasks
 
 
-class Verify(AgentNode):
+class Verify(SteppedAgent):
     """Node: check one candidate once and record verdict and score."""
 
-    def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+    def steps(self, task: dict[str, Any]) -> Steps:
         seed = derive_seed(
             self.config.seed,
             "verify",
@@ -62,7 +63,7 @@ class Verify(AgentNode):
             task["candidate_index"],
             task["check_index"],
         )
-        reply = self.router.complete(
+        reply = yield ModelCall(
             "verifier",
             self.prompts.render("verifier/system"),
             self.prompts.render(
