@@ -159,6 +159,18 @@ def test_page_shows_every_iteration_candidate_bank_item_and_the_final_answer(
             assert f"<code>{key}</code> {html.escape(texts[key])}" in block
 
 
+def test_the_header_draws_the_saved_topology_with_its_pipeline_nested(home: Path) -> None:
+    out = home / "trace.html"
+    assert invoke(home, "trace", "r1", "--html", str(out)).exit_code == 0
+    header = out.read_text(encoding="utf-8").split("</header>")[0]
+    diagram = header[header.index('<details class="topology">') :]
+    assert "[[candidate: pipeline]]" in diagram
+    start = diagram.index("{ pipeline candidate_chain")
+    body = diagram[start : diagram.index("}", start)]
+    assert "[[solve]]" in body and "[[verify]]" in body  # the chain, under its node
+    assert "[update_banks]" not in body and "[update_banks]" in diagram
+
+
 def test_model_markup_is_escaped_and_never_raw(home: Path) -> None:
     out = home / "trace.html"
     assert invoke(home, "trace", "r1", "--html", str(out)).exit_code == 0

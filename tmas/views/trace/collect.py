@@ -69,6 +69,7 @@ class RunTrace:
     stop_reason: str | None = None
     iterations: list[IterationTrace] = field(default_factory=list)
     plan_choice: dict[str, Any] | None = None
+    diagram: str = ""
 
 
 def agreement(answers: list[str | None], voted: str | None) -> float | None:
@@ -209,4 +210,26 @@ def collect_trace(storage: Storage, run_id: str) -> RunTrace:
         stop_reason=state.get("stop_reason"),
         iterations=collect_iterations(storage.checkpointer, run_id),
         plan_choice=(record.topology or {}).get("plan_choice"),
+        diagram=topology_diagram(record.topology),
     )
+
+
+def topology_diagram(topology: dict[str, Any] | None) -> str:
+    """The text diagram of a run's saved topology, pipeline bodies nested under their node
+    (empty when the run saved none, or its spec no longer reads).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> spec = load_bundled("tmas").model_dump(by_alias=True)
+        >>> "pipeline candidate_chain" in topology_diagram({"spec": spec})
+        True
+    """
+    from tmas.graphs.spec import SpecError, parse_spec
+    from tmas.views.diagram_ascii import spec_to_ascii
+
+    if not topology or "spec" not in topology:
+        return ""
+    try:
+        return spec_to_ascii(parse_spec(topology["spec"]))
+    except SpecError:
+        return ""

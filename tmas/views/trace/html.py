@@ -184,8 +184,18 @@ def _header(trace: RunTrace) -> str:
         f'<header><h2>Run <code>{esc(trace.run_id)}</code></h2><dl class="meta">'
         + "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
         + f"</dl><details><summary>full config</summary><table>{table}</table></details>"
+        + _diagram(trace)
         + plan_choice_table(trace.plan_choice)
         + "</header>"
+    )
+
+
+def _diagram(trace: RunTrace) -> str:
+    if not trace.diagram:
+        return ""
+    return (
+        '<details class="topology"><summary>topology (pipelines nested under their node)'
+        f"</summary><pre>{esc(trace.diagram)}</pre></details>"
     )
 
 
