@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
+from tmas.testing.chat_payloads import count_words, send_stream, text_of
 from tmas.testing.latency import LogNormalLatency, latency_model
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
 from tmas.testing.server_process import (
@@ -44,20 +45,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    """Flatten an OpenAI message's ``content`` (a string or a list of parts) to text."""
-    content = message.get("content")
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in content
-        )
-    return "" if content is None else str(content)
-
-
-def _words(text: str) -> int:
-    return len(text.split())
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -297,7 +284,7 @@ class FakeOpenAIServer:
         elif self.served_models is not None and model not in self.served_models:
             found = (404, f"The model `{model}` does not exist.", "not_found_error")
         elif self.max_context_tokens is not None:
-            words = sum(_words(_text_of(m)) for m in messages)
+            words = sum(count_words(text_of(m)) for m in messages)
             if words > self.max_context_tokens:
                 found = (
                     400,
@@ -337,7 +324,7 @@ class FakeOpenAIServer:
             else:  # it may block; what it took counts as the latency
                 time.sleep(self.latency_of(body))
                 timing["latency_s"] = time.time() - timing["arrived"]
-            flat = [{"role": m.get("role"), "content": _text_of(m)} for m in messages]
+            flat = [{"role": m.get("role"), "content": text_of(m)} for m in messages]
             n = body.get("n")
             n = max(1, min(n, 128)) if isinstance(n, int) else 1
             if content is None:
@@ -348,7 +335,8 @@ class FakeOpenAIServer:
                     role=tagged.get("role"),
                     prompt=tagged.get("prompt"),
                 )
-            prompt, completion = sum(_words(m["content"]) for m in flat), _words(content) * n
+            prompt = sum(count_words(m["content"]) for m in flat)
+            completion = count_words(content) * n
             usage = dict(prompt_tokens=prompt, completion_tokens=completion)
             usage["total_tokens"] = prompt + completion
             with self._lock:
@@ -374,37 +362,10 @@ class FakeOpenAIServer:
                 return
             options = body.get("stream_options")
             with_usage = isinstance(options, dict) and bool(options.get("include_usage"))
-            _stream(handler, head, content, n, usage if with_usage else None)
+            send_stream(handler, head, content, n, usage if with_usage else None)
         finally:
             with self._lock:
                 self._in_flight -= 1
-
-
-def _stream(
-    handler: _Handler, head: dict[str, Any], content: str, n: int, usage: dict[str, int] | None
-) -> None:
-    """Send ``n`` choices of ``content`` as server-sent chat.completion.chunk events."""
-    handler.send_response(200)
-    handler.send_header("Content-Type", "text/event-stream")
-    handler.send_header("Cache-Control", "no-cache")
-    handler.send_header("Connection", "close")
-    handler.end_headers()
-    handler.close_connection = True
-
-    def emit(choices: list[dict[str, Any]], **extra: Any) -> None:
-        chunk = {**head, "object": "chat.completion.chunk", "choices": choices, **extra}
-        handler.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-
-    for i in range(n):
-        deltas = [{"role": "assistant", "content": ""}]
-        deltas += [{"content": piece} for piece in content.splitlines(keepends=True)]
-        for delta in deltas:
-            emit([{"index": i, "delta": delta, "finish_reason": None}])
-        emit([{"index": i, "delta": {}, "finish_reason": "stop"}])
-    if usage is not None:
-        emit([], usage=usage)
-    handler.wfile.write(b"data: [DONE]\n\n")
-    handler.wfile.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
