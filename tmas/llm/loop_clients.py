@@ -21,6 +21,8 @@ from langchain_core.language_models import BaseChatModel
 # openai's own default keeps 100 idle connections; a loop with more calls in flight keeps more.
 MIN_POOL = 100
 THREADS_WITHOUT_BOUND = 32
+ENDING_GRACE_S = 30.0
+SAVE_TURNS = 4  # loop turns from a reply to its task's writes being committed, with margin
 
 
 def answers_async(model: BaseChatModel) -> bool:
@@ -62,6 +64,17 @@ def with_own_http_client(model: BaseChatModel, pool_size: int) -> BaseChatModel:
     return model.model_copy(update=update)
 
 
+def _run_key() -> str | None:
+    """The graph run the current call belongs to (its thread id; None outside a graph)."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a running graph
+        return None
+    return str(configurable.get("thread_id"))
+
+
 class LoopClients:
     """Per event loop: each model's loop-bound copy, the semaphore bounding calls in flight
     (``max_parallel_calls``, shared by every role's calls) and, for models without an async
@@ -78,6 +91,7 @@ class LoopClients:
     def __init__(self, max_parallel_calls: int | None) -> None:
         _ALL.add(self)
         self.max_parallel_calls = max_parallel_calls
+        self.ending_grace_s = ENDING_GRACE_S
         self._lock = threading.Lock()
         self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, Any]] = (
             weakref.WeakKeyDictionary()
@@ -89,7 +103,7 @@ class LoopClients:
         with self._lock:
             found = self._per_loop.get(loop)
             if found is None:
-                found = {"models": {}, "slots": None}
+                found = {"models": {}, "slots": None, "ending": set()}
                 if self.max_parallel_calls:
                     found["slots"] = asyncio.Semaphore(self.max_parallel_calls)
                 self._per_loop[loop] = found
@@ -106,6 +120,46 @@ class LoopClients:
     def slots(self) -> asyncio.Semaphore | None:
         """The running loop's bound on calls in flight (None: unbounded)."""
         return self._mine()["slots"]
+
+    def end_calls(self) -> None:
+        """The running graph run is ending (one of its calls failed in a way that stops it):
+        its calls not sent yet are not (:meth:`hold_if_ending` holds them back). Other runs on the
+        same loop go on."""
+        self._mine()["ending"].add(_run_key())
+
+    async def hold_if_ending(self) -> None:
+        """Once the running graph run is ending, wait instead of sending a call: LangGraph
+        cancels the waiting task as the run stops (raising from here instead would replace
+        the error that stops the run). After ``ending_grace_s`` without that, the call is
+        cancelled here.
+
+        Example:
+            >>> async def after_end(clients):
+            ...     clients.end_calls()
+            ...     await clients.hold_if_ending()
+            >>> clients = LoopClients(1)
+            >>> clients.ending_grace_s = 0.01
+            >>> asyncio.run(after_end(clients))
+            Traceback (most recent call last):
+            ...
+            asyncio.exceptions.CancelledError: the run is ending: call not sent
+        """
+        if _run_key() in self._mine()["ending"]:
+            await asyncio.sleep(self.ending_grace_s)
+            raise asyncio.CancelledError("the run is ending: call not sent")
+
+    async def let_finished_calls_save(self) -> None:
+        """Yield the loop a few turns before a call is sent: the slot it took was freed by a
+        call whose reply just came, and that reply's task hands its result to the
+        checkpointer a turn or two later (LangGraph commits a task's writes from its done
+        callback). Sending only after that keeps what a kill can lose to the calls really in
+        flight.
+
+        Example:
+            >>> asyncio.run(LoopClients(1).let_finished_calls_save())
+        """
+        for _ in range(SAVE_TURNS):
+            await asyncio.sleep(0)
 
     def executor(self) -> ThreadPoolExecutor:
         """The threads that run synchronous-only models' calls (one pool for all loops)."""

@@ -299,6 +299,8 @@ class ModelRouter:
         model, messages, config, kwargs = self._request(call)
         clients = self._loop_clients
         async with clients.slots() or contextlib.nullcontext():
+            await clients.hold_if_ending()
+            await clients.let_finished_calls_save()
             try:
                 if answers_async(model):
                     own = clients.model(model)
@@ -312,7 +314,15 @@ class ModelRouter:
             except GraphBubbleUp:
                 raise
             except Exception as exc:
-                raise ModelCallError.wrap(call.role, exc, describe_model(model)) from exc
+                error = ModelCallError.wrap(call.role, exc, describe_model(model))
+                if error.fatal:
+                    clients.end_calls()
+                raise error from exc
+            except asyncio.CancelledError:
+                raise
+            except BaseException:  # interrupted, or the process is going down
+                clients.end_calls()
+                raise
         return _completion(reply)
 
     async def aclose(self) -> None:

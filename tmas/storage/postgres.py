@@ -48,7 +48,7 @@ def _modules() -> tuple[Any, Any, Any, Any]:
         raise StorageError(
             "a postgresql:// run database needs the postgres extra: pip install 'tmas[postgres]'"
         ) from None
-    from tmas.storage.threaded_async import with_async_methods
+    from tmas.storage.async_methods import with_async_methods
 
     return psycopg, with_async_methods(PostgresSaver), PostgresStore, dict_row
 

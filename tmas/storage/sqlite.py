@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from tmas.storage.async_methods import AsyncFromSync
 from tmas.storage.sqlite_files import open_tracked
-from tmas.storage.threaded_async import ThreadedAsyncMethods
 
 if TYPE_CHECKING:
     from langgraph.store.sqlite import SqliteStore
@@ -238,15 +238,16 @@ def _location(conn: sqlite3.Connection) -> str:
         return "(unknown)"
 
 
-class ThreadedSqliteSaver(ThreadedAsyncMethods, SqliteSaver):
-    """LangGraph's SqliteSaver with async methods (run in threads), so a run can be driven
-    with ``astream``."""
+class SqliteSaverWithAsync(AsyncFromSync, SqliteSaver):
+    """LangGraph's SqliteSaver with async methods, so a run can be driven with ``astream``;
+    its writes (a fraction of a millisecond each) are made on the loop at once."""
+
+    writes_in_thread = False
 
 
 def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
-    """A ready SqliteSaver on ``conn`` using the strict serializer (its async methods run the
-    synchronous ones in threads)."""
-    saver = ThreadedSqliteSaver(conn, serde=strict_serializer())
+    """A ready SqliteSaver on ``conn`` using the strict serializer (with async methods)."""
+    saver = SqliteSaverWithAsync(conn, serde=strict_serializer())
     try:
         saver.setup()
     except sqlite3.DatabaseError as exc:

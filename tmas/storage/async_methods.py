@@ -1,32 +1,46 @@
 """The async methods LangGraph's ``astream``/``ainvoke`` call on a checkpointer, for savers
-that only have synchronous ones (LangGraph's ``SqliteSaver`` and ``PostgresSaver``): each runs
-the synchronous method in a worker thread, so the event loop keeps serving model calls while a
-checkpoint is written. The savers serialise their own database access with a lock."""
+that only have synchronous ones (LangGraph's ``SqliteSaver`` and ``PostgresSaver``).
+
+By default each runs the synchronous method in a worker thread, so the event loop keeps
+serving model calls while a network database answers. A saver whose writes take a fraction of
+a millisecond (SQLite in WAL mode, no disk sync per commit) sets ``writes_in_thread = False``:
+its writes then happen on the loop at once, so a finished call's result is committed before
+the next call can start, with no thread hand-off in between (a kill loses only the calls in
+flight). The savers serialise their own database access with a lock."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata, CheckpointTuple
 
+T = TypeVar("T")
 
-class ThreadedAsyncMethods:
+
+class AsyncFromSync:
     """Mixin (before the saver class in the bases) giving a synchronous checkpointer its
     async methods.
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
-        >>> class Saver(ThreadedAsyncMethods, InMemorySaver): ...
+        >>> class Saver(AsyncFromSync, InMemorySaver): ...
         >>> config = {"configurable": {"thread_id": "t"}}
         >>> asyncio.run(Saver().aget_tuple(config)) is None
         True
     """
 
+    writes_in_thread: bool = True
+
+    async def _run(self, method: Callable[..., T], *args: Any) -> T:
+        if self.writes_in_thread:
+            return await asyncio.to_thread(method, *args)
+        return method(*args)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return await asyncio.to_thread(self.get_tuple, config)  # type: ignore[attr-defined]
+        return await self._run(self.get_tuple, config)  # type: ignore[attr-defined]
 
     async def alist(
         self,
@@ -40,7 +54,7 @@ class ThreadedAsyncMethods:
             found = self.list(config, filter=filter, before=before, limit=limit)  # type: ignore[attr-defined]
             return list(found)
 
-        for item in await asyncio.to_thread(read):
+        for item in await self._run(read):
             yield item
 
     async def aput(
@@ -50,7 +64,8 @@ class ThreadedAsyncMethods:
         metadata: CheckpointMetadata,
         new_versions: dict[str, Any],
     ) -> RunnableConfig:
-        return await asyncio.to_thread(self.put, config, checkpoint, metadata, new_versions)  # type: ignore[attr-defined]
+        put = self.put  # type: ignore[attr-defined]
+        return await self._run(put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(
         self,
@@ -59,18 +74,18 @@ class ThreadedAsyncMethods:
         task_id: str,
         task_path: str = "",
     ) -> None:
-        await asyncio.to_thread(self.put_writes, config, writes, task_id, task_path)  # type: ignore[attr-defined]
+        await self._run(self.put_writes, config, writes, task_id, task_path)  # type: ignore[attr-defined]
 
     async def adelete_thread(self, thread_id: str) -> None:
-        await asyncio.to_thread(self.delete_thread, thread_id)  # type: ignore[attr-defined]
+        await self._run(self.delete_thread, thread_id)  # type: ignore[attr-defined]
 
 
 def with_async_methods(saver_class: type) -> type:
-    """``saver_class`` with :class:`ThreadedAsyncMethods` (same name, for messages).
+    """``saver_class`` with :class:`AsyncFromSync` (same name, for messages).
 
     Example:
         >>> from langgraph.checkpoint.memory import InMemorySaver
         >>> with_async_methods(InMemorySaver).__name__
         'InMemorySaver'
     """
-    return type(saver_class.__name__, (ThreadedAsyncMethods, saver_class), {})
+    return type(saver_class.__name__, (AsyncFromSync, saver_class), {})
