@@ -27,13 +27,16 @@ SAVE_TURNS = 4  # loop turns from a reply to its task's writes being committed, 
 
 def answers_async(model: BaseChatModel) -> bool:
     """Whether ``model`` has an asynchronous implementation of its own (else langchain-core
-    would run its synchronous one in the loop's default thread pool).
+    would run its synchronous one in the loop's default thread pool). A runnable that is not
+    a chat model (a model with bound arguments, say) is awaited as it is.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> answers_async(ScriptedChatModel())
         False
     """
+    if not isinstance(model, BaseChatModel):
+        return True
     return type(model)._agenerate is not BaseChatModel._agenerate
 
 
