@@ -8,12 +8,16 @@ import asyncio
 import threading
 from pathlib import Path
 
+import pytest
+
 from tmas import build_graph, load_topology
 from tmas.config import TMASConfig
+from tmas.graphs.registry import register_node
+from tmas.graphs.spec import parse_spec
 from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.manager import thread_config
 from tmas.llm.openai_compat import make_openai_chat_model
-from tmas.llm.router import ModelRouter
+from tmas.llm.router import ModelCall, ModelRouter
 from tmas.storage.sqlite import connect, open_checkpointer
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
@@ -90,3 +94,51 @@ def test_a_run_driven_from_inside_a_running_loop_gets_its_own_loop(tmp_path: Pat
     assert state["stop_reason"] == "max_iterations"
     saved = graph.get_state(thread_config("cell", CONFIG)).values
     assert calls_per_role(saved) == calls_per_role(state)
+
+
+@register_node("async_note_taker", calls_llm=True)
+def make_async_note_taker(ctx):
+    """A plugin node written as ``async def``: awaits the router itself."""
+
+    async def take_note(state):
+        call = ModelCall("solver", "You take notes.", state["problem"], 16, ctx.config.seed)
+        reply = await ctx.router.acall(call)
+        return {"usage": reply.usage("solver"), "extras": {"note": reply.text}}
+
+    return take_note
+
+
+NOTE_CONFIG = CONFIG.model_copy(update={"max_iterations": 1})
+NOTE_SPEC = {
+    "name": "vote_then_note",
+    "config": {"max_iterations": 1},
+    "nodes": [
+        {"id": "start_iteration", "type": "start_iteration", "params": {"planner": "initial"}},
+        {"id": "solve", "type": "solve", "role": "solver"},
+        {"id": "note", "type": "async_note_taker"},
+        {"id": "record_iteration", "type": "record_iteration"},
+    ],
+    "edges": [
+        {"from": "START", "to": "start_iteration"},
+        {"from": "start_iteration", "to": "solve", "fanout": {"tasks": "solver_tasks"}},
+        {"from": "solve", "to": "note"},
+        {"from": "note", "to": "record_iteration"},
+        {"from": "record_iteration", "to": "start_iteration", "until": "run_finished"},
+    ],
+}
+
+
+def test_an_async_plugin_node_runs_when_awaited_and_is_refused_plainly_when_invoked() -> None:
+    graph = build_graph(parse_spec(NOTE_SPEC), llm=ScriptedChatModel(), config=NOTE_CONFIG)
+    state = run_to_end(lambda: graph.ainvoke(PROBLEM, thread_config("note", NOTE_CONFIG)))
+    assert state["extras"]["note"] and state["usage"]["solver"]["calls"] == 4 + 1
+    with pytest.raises(TypeError, match="node 'note' is async: run the graph with ainvoke"):
+        graph.invoke(PROBLEM, thread_config("plain", NOTE_CONFIG))
+
+
+def test_an_async_plugin_node_whose_call_fails_for_good_is_recorded() -> None:
+    broken = ScriptedChatModel(fail_when=lambda role, n: role == "solver" and n > 4)
+    graph = build_graph(parse_spec(NOTE_SPEC), llm=broken, config=NOTE_CONFIG)
+    state = run_to_end(lambda: graph.ainvoke(PROBLEM, thread_config("broken", NOTE_CONFIG)))
+    assert state["usage"]["solver"]["failed_calls"] == 1
+    assert [f["node"] for f in state["call_failures"]] == ["note"]

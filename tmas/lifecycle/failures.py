@@ -21,6 +21,7 @@ resumes once the cause is fixed.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 from collections.abc import Collection
 from typing import Any
@@ -119,6 +120,11 @@ class RecordFailures:
         self.max_wait_s = max_wait_s
 
     def __call__(self, task: Any) -> dict[str, Any]:
+        if is_async_node(self.node):
+            raise TypeError(
+                f"node {self.name!r} is async: run the graph with ainvoke or astream "
+                "(as the command line does)"
+            )
         try:
             return self.node(task)
         except ModelCallError as exc:
@@ -241,16 +247,35 @@ class RequireCandidate:
         return await call_async(self.node, state)
 
 
+def is_async_node(node: Any) -> bool:
+    """Whether calling ``node`` gives a coroutine (an ``async def`` function or ``__call__``).
+
+    Example:
+        >>> async def node(task): ...
+        >>> is_async_node(node), is_async_node(print)
+        (True, False)
+    """
+    call = type(node).__call__ if not inspect.isfunction(node) else node
+    return inspect.iscoroutinefunction(node) or inspect.iscoroutinefunction(call)
+
+
 async def call_async(node: Any, task: Any) -> Any:
-    """Await ``node``'s ``acall`` when it has one, else run it in a thread (context kept).
+    """Await ``node``'s ``acall`` when it has one, or ``node`` itself when it is a coroutine
+    function; else run it in a thread (context kept).
 
     Example:
         >>> asyncio.run(call_async(lambda task: task + 1, 1))
         2
+        >>> async def plus_two(task):
+        ...     return task + 2
+        >>> asyncio.run(call_async(plus_two, 1))
+        3
     """
     acall = getattr(node, "acall", None)
     if acall is not None:
         return await acall(task)
+    if is_async_node(node):
+        return await node(task)
     return await asyncio.to_thread(node, task)
 
 
