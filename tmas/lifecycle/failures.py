@@ -118,9 +118,10 @@ class RecordFailures:
         self.name = name
         self.max_attempts = max_attempts
         self.max_wait_s = max_wait_s
+        self.node_is_async = is_async_node(node)
 
     def __call__(self, task: Any) -> dict[str, Any]:
-        if is_async_node(self.node):
+        if self.node_is_async:
             raise TypeError(
                 f"node {self.name!r} is async: run the graph with ainvoke or astream "
                 "(as the command line does)"

@@ -108,7 +108,7 @@ class ModelRouter:
     Generation limits travel as invoke kwargs (``max_tokens``, ``temperature``, ``seed``),
     which chat models such as ChatOpenAI and ours forward; set ``pass_generation_kwargs=False``
     for a model that rejects them. ``max_parallel_calls`` bounds the calls in flight at once,
-    in threads (:meth:`complete`) and in each event loop (:meth:`acomplete`, which calls the
+    in threads (:meth:`complete`) and in each event loop (:meth:`acall`, which calls the
     model's async methods through one HTTP client per endpoint and loop).
     Bounding here rather than with LangGraph's ``max_concurrency`` keeps a worker free to save
     each finished call's result at once (LangGraph saves task results on the same pool), so a
