@@ -1,6 +1,7 @@
 """The ``tmas`` command line: solve a problem; list, show, resume, fork and trace saved runs;
 evaluate, compare and draw topologies; export runs for training and train; choose plans with
-a plan reward model. Each command lives in its own module, imported only when it runs."""
+a plan reward model; serve topologies as models over HTTP. Each command lives in its own
+module, imported only when it runs."""
 
 from __future__ import annotations
 
@@ -63,6 +64,10 @@ class TmasCommands(LazyCommands):
         LazyCommand(
             "orchrm", "tmas.cli.orchrm", "orchrm_app",
             "Plan reward modelling: choose the plan before running it.",
+        ),
+        LazyCommand(
+            "serve", "tmas.cli.serve", "serve",
+            "Serve topologies as models through an OpenAI-compatible chat completions API.",
         ),
     )  # fmt: skip
 

@@ -13,45 +13,9 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from tmas.lifecycle.events import TEXT_LIMIT, describe_event
 from tmas.lifecycle.review import BankEditError, banks_as_json, banks_from_json
 from tmas.terminal import plain
-
-TEXT_LIMIT = 160
-
-
-def describe_event(event: dict[str, Any]) -> str:
-    """One line for a live event (model text made safe for the terminal).
-
-    Example:
-        >>> describe_event({"event": "candidate", "iteration": 1, "index": 0,
-        ...                 "mode": "explore", "answer": "18", "output_tokens": 40})
-        'it 1  candidate 0 (explore): answer 18, 40 tokens'
-    """
-    kind, it = event.get("event"), event.get("iteration")
-    if kind == "candidate":
-        return (
-            f"it {it}  candidate {event['index']} ({event['mode']}): answer "
-            f"{plain(event['answer'], 40)}, {event.get('output_tokens', '?')} tokens"
-        )
-    if kind == "verdict":
-        score = event.get("score")
-        shown = "-" if score is None else f"{score:.2f}"
-        return (
-            f"it {it}  check {event['check_index']} of candidate {event['candidate_index']}: "
-            f"{event['verdict']} (score {shown})"
-        )
-    if kind in ("experience_added", "guideline_added"):
-        what = "experience" if kind == "experience_added" else "guideline"
-        return (
-            f"it {it}  + {what} from candidate {event['source_index']}: "
-            f"{plain(event['text'], TEXT_LIMIT)}"
-        )
-    if kind == "iteration":
-        return (
-            f"it {it}  vote: {plain(event.get('voted_answer'), 40)}; answer so far "
-            f"{plain(event.get('final_answer'), 40)}"
-        )
-    return plain(event, TEXT_LIMIT)
 
 
 def event_printer(console: Console) -> Callable[[dict[str, Any]], None]:

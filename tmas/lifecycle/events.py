@@ -18,6 +18,10 @@ from typing import Any
 
 from langgraph.config import get_stream_writer
 
+from tmas.terminal import plain
+
+TEXT_LIMIT = 160
+
 
 def emit(event: str, **fields: Any) -> None:
     """Send ``{"event": event, **fields}`` to the running graph's custom stream, if any.
@@ -30,3 +34,38 @@ def emit(event: str, **fields: Any) -> None:
     except RuntimeError:  # not inside a running graph
         return
     writer({"event": event, **fields})
+
+
+def describe_event(event: dict[str, Any]) -> str:
+    """One line for a live event (model text made safe for the terminal).
+
+    Example:
+        >>> describe_event({"event": "candidate", "iteration": 1, "index": 0,
+        ...                 "mode": "explore", "answer": "18", "output_tokens": 40})
+        'it 1  candidate 0 (explore): answer 18, 40 tokens'
+    """
+    kind, it = event.get("event"), event.get("iteration")
+    if kind == "candidate":
+        return (
+            f"it {it}  candidate {event['index']} ({event['mode']}): answer "
+            f"{plain(event['answer'], 40)}, {event.get('output_tokens', '?')} tokens"
+        )
+    if kind == "verdict":
+        score = event.get("score")
+        shown = "-" if score is None else f"{score:.2f}"
+        return (
+            f"it {it}  check {event['check_index']} of candidate {event['candidate_index']}: "
+            f"{event['verdict']} (score {shown})"
+        )
+    if kind in ("experience_added", "guideline_added"):
+        what = "experience" if kind == "experience_added" else "guideline"
+        return (
+            f"it {it}  + {what} from candidate {event['source_index']}: "
+            f"{plain(event['text'], TEXT_LIMIT)}"
+        )
+    if kind == "iteration":
+        return (
+            f"it {it}  vote: {plain(event.get('voted_answer'), 40)}; answer so far "
+            f"{plain(event.get('final_answer'), 40)}"
+        )
+    return plain(event, TEXT_LIMIT)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +36,15 @@ EventSink = Callable[[dict[str, Any]], None]
 Reviewer = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
+STOP_POLL_S = 0.1  # how often a run driven with a stop event looks at it
+
+
 class RunBusyError(RuntimeError):
     """The run is being driven by another live process."""
+
+
+class RunCancelled(RuntimeError):
+    """The run's stop event was set: it stopped where it was, saved up to its last step."""
 
 
 @dataclass
@@ -158,6 +168,8 @@ class RunManager:
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
         plan_choice: dict[str, Any] | None = None,
+        origin: str | None = None,
+        stop: threading.Event | None = None,
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad).
         Its config is the topology's ``config:`` block under the fields ``config`` sets
@@ -166,7 +178,9 @@ class RunManager:
         ``on_event`` receives the agents' live events (:mod:`tmas.lifecycle.events`);
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
         (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
-        that chose it."""
+        that chose it; ``origin`` names what started the run (``serve``), saved with it too.
+        Setting ``stop`` ends the run at once with :class:`RunCancelled` (it stays resumable).
+        """
         spec = with_inline_bodies(spec or load_bundled("tmas"))  # saved whole: no file needed
         config = topology_config(spec, config)
         run_config = config.model_dump(mode="json")
@@ -175,6 +189,8 @@ class RunManager:
         topology = {"spec": spec.model_dump(by_alias=True), "plugins": saved_plugins}
         if plan_choice is not None:
             topology["plan_choice"] = plan_choice
+        if origin is not None:
+            topology["origin"] = origin
         graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
         self.registry.create(
             run_id,
@@ -187,7 +203,7 @@ class RunManager:
             documents=documents,
         )
         return self._drive(
-            self.registry.get(run_id), graph, config, spec, show_progress, on_event, review
+            self.registry.get(run_id), graph, config, spec, show_progress, on_event, review, stop
         )
 
     def resume(
@@ -199,6 +215,7 @@ class RunManager:
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
         settings: tuple[dict[str, Any], dict[str, Any]] | None = None,
+        stop: threading.Event | None = None,
     ) -> RunOutcome:
         """Continue a saved run from its last checkpoint (a finished run is returned as is);
         a run stopped because every solver call of an iteration failed makes those calls again.
@@ -221,7 +238,7 @@ class RunManager:
             record.config, record.backend, record.topology, max_concurrency
         )
         self.registry.set_status(run_id, "running")
-        return self._drive(record, graph, config, spec, show_progress, on_event, review)
+        return self._drive(record, graph, config, spec, show_progress, on_event, review, stop)
 
     def _drive(
         self,
@@ -232,6 +249,7 @@ class RunManager:
         show_progress: bool,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
+        stop: threading.Event | None = None,
     ) -> RunOutcome:
         cfg = thread_config(record.run_id, config)
         state = saved_state(self.storage, record.run_id, full_history=False)
@@ -260,7 +278,7 @@ class RunManager:
                         "interrupt_after": pause_after,
                         "subgraphs": True,  # the events and calls of pipeline bodies
                     }
-                    stream_pass(graph, next_input, start_cfg, options, display, on_event)
+                    stream_pass(graph, next_input, start_cfg, options, display, on_event, stop)
                 snapshot = graph.get_state(cfg)
                 if review is None or not snapshot.next:
                     break
@@ -272,7 +290,11 @@ class RunManager:
                     graph.update_state(cfg, edits)
                 next_input, start_cfg = None, cfg
         except BaseException as exc:
-            status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            status = "failed"
+            if isinstance(exc, KeyboardInterrupt):
+                status = "interrupted"
+            elif isinstance(exc, RunCancelled):
+                status = "cancelled"
             self.registry.set_status(record.run_id, status, f"{type(exc).__name__}: {exc}")
             raise
         final = saved_state(self.storage, record.run_id)
@@ -281,13 +303,13 @@ class RunManager:
         return RunOutcome(record.run_id, final, paused)
 
     def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
-        """finished / degraded / running / paused / interrupted / failed, from the registry and
-        the checkpoint."""
+        """finished / degraded / running / paused / cancelled / interrupted / failed, from the
+        registry and the checkpoint."""
         if done := finished_status(state):
             return done
         if record.status == "running" and record.process_alive():
             return "running"
-        if record.status in ("failed", "paused"):
+        if record.status in ("failed", "paused", "cancelled"):
             return record.status
         return "interrupted"
 
@@ -299,10 +321,12 @@ def stream_pass(
     options: dict[str, Any],
     display: ProgressDisplay,
     on_event: EventSink | None,
+    stop: threading.Event | None = None,
 ) -> None:
     """One pass of a run's graph, to its end or its next pause, driven with ``astream`` on
     one event loop (the agents' model calls are async ones); live events go to ``on_event``
-    and everything else to the progress display."""
+    and everything else to the progress display. Once ``stop`` is set the pass is cancelled
+    (its calls in flight too) and :class:`RunCancelled` raised."""
 
     async def one_pass() -> None:
         async for namespace, mode, chunk in graph.astream(payload, start, **options):
@@ -311,7 +335,18 @@ def stream_pass(
             else:
                 display.observe(mode, chunk, namespace)
 
-    run_to_end(one_pass)
+    async def until_stopped() -> None:
+        task = asyncio.ensure_future(one_pass())
+        while not task.done():
+            await asyncio.wait({task}, timeout=STOP_POLL_S)
+            if stop is not None and stop.is_set() and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise RunCancelled("the run was cancelled")
+        task.result()
+
+    run_to_end(one_pass if stop is None else until_stopped)
 
 
 def finished_status(state: dict[str, Any]) -> str | None:

@@ -1,0 +1,150 @@
+"""``tmas serve``: every topology as a model behind an OpenAI-compatible chat completions
+server (``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/runs/{id}``)."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+from typing import Annotated
+
+import typer
+
+from tmas.cli.common import (
+    BackendOption,
+    BaseUrlOption,
+    ConcurrencyOption,
+    DbOption,
+    EngineArgOption,
+    EngineOption,
+    MaxSequencesOption,
+    ModelOption,
+    NCtxOption,
+    PluginOption,
+    RoleBaseUrlOption,
+    RoleModelOption,
+    ThreadsOption,
+    check_database,
+    err,
+    error_line,
+    fail,
+)
+from tmas.cli.endpoints import checked_router
+from tmas.cli.inputs import build_backend, engine_args, role_settings
+from tmas.config import TMASConfig
+from tmas.graphs.bundled import bundled_names
+from tmas.graphs.compiler import spec_needs_internals
+from tmas.graphs.spec import GraphSpec
+from tmas.llm.model_files import ModelFileError
+
+
+def offered_topologies(graphs: list[str], plugins: list[str], kind: str) -> dict[str, GraphSpec]:
+    """The topologies a server offers: ``graphs`` (bundled names or spec files, named by their
+    spec's name), or every bundled one the backend can run; ValueError for a clash or a bad one.
+
+    Example:
+        >>> sorted(offered_topologies(["tmas", "majority_vote"], [], "openai"))
+        ['majority_vote', 'tmas']
+        >>> "latent_mas" in offered_topologies([], [], "openai")
+        False
+    """
+    from tmas.api import load_topology
+
+    offered: dict[str, GraphSpec] = {}
+    for ref in graphs or bundled_names():
+        spec = load_topology(ref, plugins=plugins)
+        if spec_needs_internals(spec) and kind != "hf":
+            if graphs:
+                raise ValueError(f"topology {spec.name!r} reads model internals: use --backend hf")
+            continue
+        if spec.name in offered:
+            raise ValueError(f"two topologies are named {spec.name!r}: rename one spec")
+        offered[spec.name] = spec
+    return offered
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def serve(
+    graph: Annotated[
+        list[str],
+        typer.Option(help="a topology to offer: bundled name or spec file (repeatable; "
+                     "default: every bundled one)"),
+    ] = [],  # noqa: B006
+    plugin: PluginOption = [],  # noqa: B006
+    host: Annotated[str, typer.Option(help="address to listen on (loopback by default)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(min=0, max=65535)] = 8000,
+    api_key: Annotated[
+        str | None,
+        typer.Option(envvar="TMAS_SERVE_API_KEY", help="require Authorization: Bearer KEY",
+                     show_default=False),
+    ] = None,
+    backend: BackendOption = "llamacpp",
+    model: ModelOption = None,
+    base_url: BaseUrlOption = None,
+    role_model: RoleModelOption = [],  # noqa: B006
+    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
+    n_ctx: NCtxOption = 4096,
+    threads: ThreadsOption = None,
+    engine: EngineOption = "batched",
+    max_sequences: MaxSequencesOption = 8,
+    engine_arg: EngineArgOption = [],  # noqa: B006
+    max_concurrency: ConcurrencyOption = None,
+    max_concurrent_runs: Annotated[
+        int, typer.Option(min=1, help="runs at once; more get HTTP 429")
+    ] = 8,
+    max_request_bytes: Annotated[int, typer.Option(min=1024)] = 1_000_000,
+    max_calls_per_request: Annotated[
+        int, typer.Option(min=1, help="model calls one request may cause (all its runs)")
+    ] = 2_000,
+    max_n: Annotated[int, typer.Option(min=1, help="largest n (runs) per request")] = 8,
+    on_disconnect: Annotated[
+        str, typer.Option(help="cancel: stop a departed client's runs; finish: let them end")
+    ] = "cancel",
+    resume_interrupted: Annotated[
+        bool, typer.Option(help="continue the runs a stopped or killed server left unfinished")
+    ] = False,
+    db: DbOption = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level")] = "warning",
+) -> None:
+    """Serve topologies as models through an OpenAI-compatible chat completions API."""
+    try:
+        from tmas.serve import ChatService, ServeLimits
+        from tmas.serve.app import create_app
+        from tmas.serve.server import run_server
+    except ImportError as exc:
+        fail(f"tmas serve needs its extra ({exc.name} is missing): pip install 'tmas[serve]'")
+        return
+    if on_disconnect not in ("cancel", "finish"):
+        fail(f"--on-disconnect must be cancel or finish, not {on_disconnect!r}")
+    try:
+        spec = build_backend(
+            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+            engine=engine, max_sequences=max_sequences, engine_args=engine_args(engine_arg),
+        )  # fmt: skip
+        roles = role_settings(role_model, role_base_url)
+        topologies = offered_topologies(graph, plugin, spec.kind)
+        checked_router(spec, TMASConfig(roles=roles).check_roles())  # the models answer
+    except (ValueError, ModelFileError) as exc:
+        fail(error_line(exc))
+        return
+    check_database(db)
+    if not _is_loopback(host) and api_key is None:
+        err.print(f"warning: listening on {host} without --api-key: anyone who reaches it can "
+                  "run models", markup=False)  # fmt: skip
+    limits = ServeLimits(max_concurrent_runs, max_request_bytes, max_calls_per_request, max_n)
+    service = ChatService(
+        spec, topologies, db=db, plugins=plugin, roles=roles, limits=limits,
+        max_concurrency=max_concurrency, on_disconnect=on_disconnect,  # type: ignore[arg-type]
+    )  # fmt: skip
+    app = create_app(service, api_key=api_key, resume_interrupted=resume_interrupted)
+    logging.getLogger("tmas.serve").setLevel(logging.INFO)
+    err.print(f"serving {len(topologies)} topologies on {spec.describe()} at "
+              f"http://{host}:{port}/v1", markup=False)  # fmt: skip
+    run_server(app, service, host, port, log_level)
