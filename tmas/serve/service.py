@@ -10,19 +10,24 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
+
+from tmas.api import router_factory
 from tmas.cli.outcome import failure_message
 from tmas.config import RoleModel
 from tmas.graphs.spec import GraphSpec
 from tmas.lifecycle.manager import RunCancelled, RunManager
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.backend import BackendSpec, custom_backend, make_router
 from tmas.serve.completions import chat_completion
 from tmas.serve.errors import APIError
 from tmas.serve.requests import ChatRequest, ServeLimits, read_request
 from tmas.serve.runs import interrupted_runs, run_info
 from tmas.serve.streaming import stream_chunks
+from tmas.serve.topologies import offered_topologies
 from tmas.storage import open_storage
 from tmas.storage.run_registry import new_run_id
 
@@ -52,7 +57,8 @@ class ChatService:
 
     Args:
         backend: the models every run uses (``BackendSpec``), as ``tmas solve`` takes them.
-        topologies: name -> topology offered as a ``model``.
+        topologies: name -> topology offered as a ``model`` (None: every bundled topology the
+            backend can run).
         db: the run database (SQLite path or ``postgresql://`` URL); None: the default one.
         plugins: plugin modules the topologies need (saved with each run).
         roles: per-role models set by the operator (``--role-model``), kept in every run.
@@ -78,7 +84,7 @@ class ChatService:
     def __init__(
         self,
         backend: BackendSpec,
-        topologies: Mapping[str, GraphSpec],
+        topologies: Mapping[str, GraphSpec] | None = None,
         *,
         db: str | Path | None = None,
         plugins: Sequence[str] = (),
@@ -91,7 +97,9 @@ class ChatService:
         if on_disconnect not in ("cancel", "finish"):
             raise ValueError(f"on_disconnect must be cancel or finish, not {on_disconnect!r}")
         self.backend = backend
-        self.topologies = dict(topologies)
+        self.topologies = dict(
+            topologies if topologies is not None else offered_topologies(kind=backend.kind)
+        )
         self.db = db
         self.plugins = list(plugins)
         self.fixed = {"roles": dict(roles)} if roles else {}
@@ -107,6 +115,38 @@ class ChatService:
         self._lock = threading.Lock()
         self._active: dict[str, threading.Event] = {}
         self._stopping = False
+
+    @classmethod
+    def with_chat_model(
+        cls,
+        llm: BaseChatModel,
+        topologies: Mapping[str, GraphSpec] | None = None,
+        *,
+        role_models: Mapping[str, BaseChatModel] | None = None,
+        **options: Any,
+    ) -> ChatService:
+        """A service whose runs use LangChain chat models passed from Python (such runs are
+        resumed from Python with the same models, not by ``tmas resume``).
+
+        Example:
+            >>> import tempfile, os
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> service = ChatService.with_chat_model(
+            ...     ScriptedChatModel(), db=os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
+            >>> body = service.complete_sync({
+            ...     "model": "majority_vote", "n_candidates": 3,
+            ...     "messages": [{"role": "user", "content": "What is 9 + 9?"}]})
+            >>> body["tmas"]["calls"], body["choices"][0]["finish_reason"]
+            (3, 'stop')
+            >>> service.close()
+        """
+        roles = dict(role_models or {})
+        return cls(
+            custom_backend(llm, roles),
+            topologies,
+            router_factory=router_factory(llm, roles),
+            **options,
+        )
 
     # -- what it offers ----------------------------------------------------------------------
 
@@ -125,8 +165,16 @@ class ChatService:
         return read_request(body, self.topologies, self.limits, self.fixed)
 
     def run(self, run_id: str) -> dict[str, Any]:
-        """The record of a run this service started (``GET /v1/runs/{id}``); 404 otherwise."""
-        return run_info(self.db, run_id, ORIGIN)
+        """The record of a run this service started (``GET /v1/runs/{id}``); 404 otherwise
+        (a run accepted but not yet saved is ``starting``)."""
+        try:
+            return run_info(self.db, run_id, ORIGIN)
+        except APIError as exc:
+            with self._lock:
+                starting = run_id in self._active
+            if exc.status == 404 and starting:
+                return {"id": run_id, "object": "tmas.run", "status": "starting"}
+            raise
 
     # -- running -----------------------------------------------------------------------------
 
@@ -196,9 +244,7 @@ class ChatService:
             future = loop.run_in_executor(
                 self._executor, self._drive, run_id, config, request, sink, launch.stops[index]
             )
-            future.add_done_callback(
-                lambda done, index=index: launch.events.put_nowait((index, "done", done))
-            )
+            future.add_done_callback(partial(_ended, launch, index))
             launch.futures.append(future)
         return launch
 
@@ -263,6 +309,14 @@ class ChatService:
         for stop in stopping:
             stop.set()
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _ended(launch: Launch, index: int, done: asyncio.Future) -> None:
+    """Tell the request's reader that run ``index`` ended (its outcome is read from the
+    future; marked as seen here, so a run nobody waits for any more logs nothing)."""
+    if not done.cancelled():
+        done.exception()
+    launch.events.put_nowait((index, "done", done))
 
 
 def run_result(launch: Launch, index: int) -> dict[str, Any]:

@@ -193,6 +193,7 @@ class FakeOpenAIServer:
         self._completed = 0
         self._in_flight = 0
         self._max_in_flight = 0
+        self._tokens = {"prompt_tokens": 0, "completion_tokens": 0}
         self._requests: deque[dict[str, Any]] = deque(maxlen=MAX_STORED_REQUESTS)
         self._timings: deque[dict[str, Any]] = deque(maxlen=MAX_STORED_REQUESTS)
         self._httpd: _HTTPServer | None = None
@@ -247,6 +248,12 @@ class FakeOpenAIServer:
         host, port = self._httpd.server_address[:2]
         shown = f"[{host}]" if ":" in str(host) else str(host)
         return f"http://{shown}:{port}/v1"
+
+    @property
+    def served_usage(self) -> dict[str, int]:
+        """Prompt and completion tokens reported over every answered completion."""
+        with self._lock:
+            return dict(self._tokens)
 
     @property
     def request_count(self) -> int:
@@ -342,6 +349,8 @@ class FakeOpenAIServer:
             with self._lock:
                 self._completed += 1
                 count = self._completed
+                for key in self._tokens:
+                    self._tokens[key] += usage[key]
                 self._timings.append({**timing, "answered": time.time()})
             if self.on_complete is not None:
                 self.on_complete(count)
