@@ -223,9 +223,16 @@ class ChatService:
                     origin=ORIGIN, **options,
                 ).state  # fmt: skip
             except RunCancelled:
-                if self._stopping:  # the server stopped it, not its client: resume on restart
-                    manager.registry.set_status(run_id, "interrupted", "the server stopped")
-                raise
+                if not self._stopping:
+                    raise
+                # the server stopped it, not its client: a restart resumes it
+                manager.registry.set_status(run_id, "interrupted", "the server stopped")
+                raise APIError(
+                    503,
+                    f"the server stopped; run {run_id} is saved and continues when it restarts "
+                    f"with --resume-interrupted (or: tmas resume {run_id})",
+                    code="server_stopped",
+                ) from None
         finally:
             storage.close()
             self._release(run_id)
@@ -296,18 +303,17 @@ class ChatService:
         return resumed
 
     def begin_shutdown(self) -> None:
-        """Refuse new requests from now on; runs stopped from now on count as interrupted by
-        the server (a restart with ``--resume-interrupted`` continues them)."""
+        """Refuse new requests and stop every run now: each is saved as interrupted by the
+        server, and a restart with ``--resume-interrupted`` continues it."""
         with self._lock:
             self._stopping = True
-
-    def close(self) -> None:
-        """Stop every run (saved as interrupted, resumable) and wait for the worker threads."""
-        self.begin_shutdown()
-        with self._lock:
             stopping = list(self._active.values())
         for stop in stopping:
             stop.set()
+
+    def close(self) -> None:
+        """:meth:`begin_shutdown`, then wait for the worker threads to end."""
+        self.begin_shutdown()
         self._executor.shutdown(wait=True, cancel_futures=True)
 
 
