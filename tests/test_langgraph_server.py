@@ -1,6 +1,7 @@
 """``langgraph dev`` serves every bundled topology from ``langgraph.json``, and the LangGraph SDK
-runs them end to end against an OpenAI-compatible endpoint (the server refuses blocking calls
-in its event loop, so this also shows that compiling a topology reads no file)."""
+runs them end to end against an OpenAI-compatible endpoint, streams their live events and
+resumes a paused run (the server refuses blocking calls in its event loop, so this also shows
+that compiling a topology reads no file)."""
 
 from __future__ import annotations
 
@@ -65,6 +66,28 @@ def test_langgraph_dev_serves_and_runs_the_bundled_topologies(tmp_path: Path) ->
                 assert final["stop_reason"] == "max_iterations", (name, final)
                 assert final["final_answer"] == "18"
                 assert endpoint.request_count - before == calls, name
+            # streaming: the agents' live events arrive on the custom stream
+            thread = client.threads.create()
+            parts = list(client.runs.stream(
+                thread["thread_id"], "majority_vote", input={"problem": PROBLEM},
+                stream_mode=["custom", "values"], stream_subgraphs=True,
+            ))  # fmt: skip
+            custom = [p.data for p in parts if p.event.split("|")[0] == "custom"]
+            assert [e["event"] for e in custom].count("candidate") == 4
+            assert parts[-1].data["final_answer"] == "18"
+            # resuming: a run stopped after its first iteration continues from the server's
+            # checkpoint and makes only the calls it had not made
+            before = endpoint.request_count
+            thread = client.threads.create()
+            paused = client.runs.wait(
+                thread["thread_id"], "tmas", input={"problem": PROBLEM},
+                interrupt_after=["record_iteration"],
+            )  # fmt: skip
+            assert paused["iteration"] == 1 and not paused.get("stop_reason")
+            assert endpoint.request_count - before == 24
+            final = client.runs.wait(thread["thread_id"], "tmas", input=None)
+            assert final["stop_reason"] == "max_iterations" and final["iteration"] == 3
+            assert endpoint.request_count - before == 72
         finally:
             server.terminate()
             server.wait(timeout=60)

@@ -14,7 +14,8 @@ from tmas.state import add_usage
 
 def chosen_solution(state: Mapping[str, Any]) -> str:
     """The text a run answers with: the rollout of its last round that reached the final
-    answer (the best-verified one when checks were made), else the answer itself.
+    answer (the best-verified one when checks were made), else the answer itself; a run
+    without an answer gives its best-verified rollout (or nothing).
 
     Example:
         >>> chosen_solution({"final_answer": "18", "candidates": [
@@ -23,10 +24,11 @@ def chosen_solution(state: Mapping[str, Any]) -> str:
         '9 + 9 = 18'
         >>> chosen_solution({"final_answer": "18", "candidates": []})
         '\\\\boxed{18}'
+        >>> chosen_solution({"final_answer": None, "candidates": [
+        ...     {"index": 0, "answer": None, "text": "I think"}]})
+        'I think'
     """
     answer = state.get("final_answer")
-    if answer is None:
-        return ""
     key = normalize_answer(answer)
     scores = {
         s.get("candidate_index"): s.get("mean_score") or 0.0
@@ -35,10 +37,10 @@ def chosen_solution(state: Mapping[str, Any]) -> str:
     matching = [
         c
         for c in (state.get("candidates") or [])
-        if c.get("text") and normalize_answer(c.get("answer")) == key
+        if c.get("text") and (answer is None or normalize_answer(c.get("answer")) == key)
     ]
     if not matching:
-        return f"\\boxed{{{answer}}}"
+        return "" if answer is None else f"\\boxed{{{answer}}}"
     best = max(matching, key=lambda c: (scores.get(c.get("index"), 0.0), -c.get("index", 0)))
     return str(best["text"])
 
