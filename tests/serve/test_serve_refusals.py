@@ -158,3 +158,23 @@ def test_a_client_that_leaves_a_plain_request_cancels_its_run(tmp_path: Path) ->
                     break
                 time.sleep(0.1)
     assert statuses == ["cancelled"]
+
+
+def test_a_run_whose_backend_fails_is_a_502_and_stays_saved(tmp_path: Path) -> None:
+    db = tmp_path / "runs.sqlite"
+    with FakeOpenAIServer(max_requests=0) as endpoint:  # every model call gets HTTP 503
+        with serving(scripted_service(endpoint, db)) as base_url:
+            body = {**OK, "max_retries": 0}
+            response = httpx.post(f"{base_url}/chat/completions", json=body)
+            streamed = httpx.post(f"{base_url}/chat/completions", json={**body, "stream": True})
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert error["code"] == "run_failed" and "every solver call" in error["message"]
+    assert "tmas resume" in error["message"] and "Traceback" not in response.text
+    events = [line for line in streamed.text.splitlines() if line.startswith("data: ")]
+    assert '"run_failed"' in events[-2] and events[-1] == "data: [DONE]"
+    storage = open_storage(db)
+    try:
+        assert [r.status for r in storage.registry.all()] == ["failed", "failed"]
+    finally:
+        storage.close()

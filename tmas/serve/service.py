@@ -203,7 +203,7 @@ class ChatService:
         run_id: str,
         config: Any,
         request: ChatRequest | None,
-        sink: Callable[[dict[str, Any]], None],
+        sink: Callable[[dict[str, Any]], None] | None,
         stop: threading.Event,
     ) -> dict[str, Any]:
         """Start (``request``) or resume (None) one run in this worker thread; its final state."""
@@ -237,9 +237,11 @@ class ChatService:
             storage.close()
             self._release(run_id)
 
-    def launch(self, request: ChatRequest) -> Launch:
+    def launch(self, request: ChatRequest, *, events: bool | None = None) -> Launch:
         """Start the request's runs (call from the event loop that will read their events);
-        APIError 429 when the server is full."""
+        APIError 429 when the server is full. The agents' live events are queued when
+        ``events`` (default: when the request streams)."""
+        events = request.stream if events is None else events
         run_ids = [new_run_id() for _ in range(request.n)]
         launch = Launch(request, run_ids, self._admit(run_ids))
         loop = asyncio.get_running_loop()
@@ -249,8 +251,9 @@ class ChatService:
                 loop.call_soon_threadsafe(launch.events.put_nowait, (index, "event", event))
 
             future = loop.run_in_executor(
-                self._executor, self._drive, run_id, config, request, sink, launch.stops[index]
-            )
+                self._executor, self._drive, run_id, config, request,
+                sink if events else None, launch.stops[index],
+            )  # fmt: skip
             future.add_done_callback(partial(_ended, launch, index))
             launch.futures.append(future)
         return launch
@@ -286,7 +289,7 @@ class ChatService:
         if a run failed). Closing the iterator early applies ``on_disconnect``."""
         launch = body_or_launch
         if not isinstance(launch, Launch):
-            launch = self.launch(self.read(body_or_launch))
+            launch = self.launch(self.read(body_or_launch), events=True)
         return stream_chunks(launch, run_result, self.on_disconnect == "cancel")
 
     def resume_interrupted(self) -> list[str]:
@@ -298,7 +301,7 @@ class ChatService:
                 (stop,) = self._admit([run_id])
             except APIError:
                 break  # as many as the limit allows; the rest wait for the next start
-            self._executor.submit(self._drive, run_id, None, None, lambda _: None, stop)
+            self._executor.submit(self._drive, run_id, None, None, None, stop)
             resumed.append(run_id)
         return resumed
 
