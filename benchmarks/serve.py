@@ -87,7 +87,7 @@ def tmas_server(base_url: str, db: Path, max_runs: int) -> Iterator[str]:
     """``tmas serve`` in its own process in front of ``base_url``; yields its API URL."""
     port = free_port()
     command = [
-        sys.executable, "-m", "tmas.cli", "serve", "--graph", "tmas", "--graph",
+        sys.executable, "-m", "tmas.cli", "serve", "--no-bundled", "--graph", "tmas", "--graph",
         "majority_vote", "--base-url", base_url, "--model", "scripted", "--db", str(db),
         "--port", str(port), "--max-concurrent-runs", str(max_runs),
     ]  # fmt: skip

@@ -36,9 +36,9 @@ pytestmark = pytest.mark.slow
 
 def start_server(endpoint: FakeOpenAIServer, db: Path, port: int, *extra: str) -> subprocess.Popen:
     command = [
-        sys.executable, "-m", "tmas.cli", "serve", "--graph", "tmas", "--port", str(port),
-        "--base-url", endpoint.base_url, "--model", "scripted", "--db", str(db),
-        "--max-concurrency", str(CONCURRENCY), *extra,
+        sys.executable, "-m", "tmas.cli", "serve", "--no-bundled", "--graph", "tmas",
+        "--port", str(port), "--base-url", endpoint.base_url, "--model", "scripted",
+        "--db", str(db), "--max-concurrency", str(CONCURRENCY), *extra,
     ]  # fmt: skip
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60

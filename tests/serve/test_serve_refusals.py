@@ -178,3 +178,27 @@ def test_a_run_whose_backend_fails_is_a_502_and_stays_saved(tmp_path: Path) -> N
         assert [r.status for r in storage.registry.all()] == ["failed", "failed"]
     finally:
         storage.close()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--graph", "no_such.yaml"], "no_such.yaml"),
+        (["--no-bundled"], "no topology to offer"),
+        (["--on-disconnect", "linger"], "--on-disconnect must be cancel or finish"),
+        (["--base-url", "http://127.0.0.1:1/v1", "--model", "m"], "cannot reach the model server"),
+    ],
+)
+def test_tmas_serve_refuses_bad_options_before_listening(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from tmas.cli import app
+
+    result = CliRunner().invoke(
+        app, ["serve", "--db", str(tmp_path / "runs.sqlite"), "--base-url",
+              "http://127.0.0.1:9/v1", "--model", "m", *args],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split()) and "Traceback" not in result.output

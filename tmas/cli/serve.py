@@ -10,18 +10,24 @@ from typing import Annotated
 import typer
 
 from tmas.cli.common import (
+    AdapterOption,
     BackendOption,
     BaseUrlOption,
     ConcurrencyOption,
     DbOption,
+    DeviceOption,
+    DtypeOption,
     EngineArgOption,
     EngineOption,
+    GpuMemoryOption,
     MaxSequencesOption,
     ModelOption,
     NCtxOption,
+    PipelineParallelOption,
     PluginOption,
     RoleBaseUrlOption,
     RoleModelOption,
+    TensorParallelOption,
     ThreadsOption,
     check_database,
     err,
@@ -45,9 +51,12 @@ def _is_loopback(host: str) -> bool:
 def serve(
     graph: Annotated[
         list[str],
-        typer.Option(help="a topology to offer: bundled name or spec file (repeatable; "
-                     "default: every bundled one)"),
+        typer.Option(help="a topology to offer besides the bundled ones: a spec file (or a "
+                     "bundled name, with --no-bundled) (repeatable)"),
     ] = [],  # noqa: B006
+    bundled: Annotated[
+        bool, typer.Option(help="offer every bundled topology the backend can run")
+    ] = True,
     plugin: PluginOption = [],  # noqa: B006
     host: Annotated[str, typer.Option(help="address to listen on (loopback by default)")] = (
         "127.0.0.1"
@@ -68,6 +77,12 @@ def serve(
     engine: EngineOption = "batched",
     max_sequences: MaxSequencesOption = 8,
     engine_arg: EngineArgOption = [],  # noqa: B006
+    gpu_memory_utilization: GpuMemoryOption = None,
+    tensor_parallel_size: TensorParallelOption = None,
+    pipeline_parallel_size: PipelineParallelOption = None,
+    dtype: DtypeOption = None,
+    adapter: AdapterOption = None,
+    device: DeviceOption = None,
     max_concurrency: ConcurrencyOption = None,
     max_concurrent_runs: Annotated[
         int, typer.Option(min=1, help="runs at once; more get HTTP 429")
@@ -99,10 +114,16 @@ def serve(
     try:
         spec = build_backend(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-            engine=engine, max_sequences=max_sequences, engine_args=engine_args(engine_arg),
+            engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
+            engine_args=engine_args(
+                engine_arg, gpu_memory_utilization, tensor_parallel_size,
+                pipeline_parallel_size, dtype,
+            ),
         )  # fmt: skip
         roles = role_settings(role_model, role_base_url)
-        topologies = offered_topologies(graph, plugin, spec.kind)
+        topologies = offered_topologies(graph, plugin, spec.kind, bundled=bundled)
+        if not topologies:
+            raise ValueError("no topology to offer: give --graph with --no-bundled")
         checked_router(spec, TMASConfig(roles=roles).check_roles())  # the models answer
     except (ValueError, ModelFileError) as exc:
         fail(error_line(exc))

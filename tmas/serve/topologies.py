@@ -11,25 +11,38 @@ from tmas.graphs.spec import GraphSpec
 
 
 def offered_topologies(
-    graphs: Sequence[str] = (), plugins: Sequence[str] = (), kind: str = "openai"
+    graphs: Sequence[str] = (),
+    plugins: Sequence[str] = (),
+    kind: str = "openai",
+    *,
+    bundled: bool = True,
 ) -> dict[str, GraphSpec]:
-    """The topologies a server offers: ``graphs`` (bundled names or spec files, named by their
-    spec's name), or every bundled one the backend can run; ValueError for a clash or a bad one.
+    """The topologies a server offers, by name: every bundled one the backend can run (unless
+    ``bundled`` is off), plus ``graphs`` (bundled names or spec files, each named by its spec);
+    ValueError for two specs of one name or one the backend cannot run.
 
     Example:
-        >>> sorted(offered_topologies(["tmas", "majority_vote"], [], "openai"))
+        >>> sorted(offered_topologies(["tmas", "majority_vote"], bundled=False))
         ['majority_vote', 'tmas']
-        >>> "latent_mas" in offered_topologies([], [], "openai")
-        False
+        >>> offered = offered_topologies()
+        >>> "pacore" in offered, "latent_mas" in offered
+        (True, False)
     """
     offered: dict[str, GraphSpec] = {}
-    for ref in graphs or bundled_names():
+    if bundled:
+        for name in bundled_names():
+            spec = load_topology(name, plugins=list(plugins))
+            if kind == "hf" or not spec_needs_internals(spec):
+                offered[name] = spec
+    for ref in graphs:
         spec = load_topology(ref, plugins=list(plugins))
         if spec_needs_internals(spec) and kind != "hf":
-            if graphs:
-                raise ValueError(f"topology {spec.name!r} reads model internals: use --backend hf")
-            continue
-        if spec.name in offered:
-            raise ValueError(f"two topologies are named {spec.name!r}: rename one spec")
+            raise ValueError(f"topology {spec.name!r} reads model internals: use --backend hf")
+        if spec.name in offered and spec != offered[spec.name]:
+            raise ValueError(
+                f"two topologies are named {spec.name!r} ({ref} and "
+                f"{'a bundled one' if bundled else 'another --graph'}): rename one, or offer "
+                "only the given ones with --no-bundled"
+            )
         offered[spec.name] = spec
     return offered
