@@ -8,8 +8,11 @@ Prints requests per second, mean latency per request, and the ratios (server / i
 
 Part 2: a majority vote of 4 samples in front of the same scripted model with
 ``--vote-latency`` seconds per call: ``tmas serve``'s ``majority_vote`` topology (N=4) and
-OptiLLM's self-consistency approach, if ``optillm`` is installed (``--optillm`` names its
-executable; it is not a dependency of this project). Prints wall time, backend calls, the
+OptiLLM's ``majority_voting`` plugin (k=4: one backend request asking for n=4 samples) and
+``self_consistency`` approach (5 samples), if ``optillm`` is installed (``--optillm`` names its
+executable; it is not a dependency of this project). OptiLLM does not pass on the request's
+extra fields, so the scripted model cannot tell its calls' role: their answers are not
+compared, only their timing, calls and reported usage. Prints wall time, backend calls, the
 calls in flight on average (calls x latency / wall time), the usage each reports, and when
 the first streamed chunk came.
 
@@ -176,12 +179,14 @@ def timed_vote(client: OpenAI, model: str, count_file: Path, **options: object) 
 
 
 @contextmanager
-def optillm_proxy(executable: str, base_url: str) -> Iterator[str]:
-    """OptiLLM in its own process in front of ``base_url``; yields its API URL."""
+def optillm_proxy(executable: str, base_url: str, work: Path) -> Iterator[str]:
+    """OptiLLM in its own process in front of ``base_url``; yields its API URL. It needs
+    ``OPENAI_API_KEY`` set (any value) to call an OpenAI-compatible backend."""
     port = free_port()
-    env = {**os.environ, "OPENAI_API_KEY": "unused", "OPTILLM_API_KEY": ""}
+    env = {key: value for key, value in os.environ.items() if key != "OPTILLM_API_KEY"}
+    env["OPENAI_API_KEY"] = "sk-unused"
     command = [executable, "--base-url", base_url, "--port", str(port)]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         wait_until_up(f"http://127.0.0.1:{port}/health", process)
@@ -212,11 +217,15 @@ def part_two(latency: float, work: Path, optillm: str | None) -> None:
         if optillm is None:
             print("OptiLLM: not installed here (pass --optillm PATH): not measured")
             return
-        with optillm_proxy(optillm, model_url) as proxy:
-            theirs = timed_vote(OpenAI(base_url=proxy, api_key="unused"),
-                                "self_consistency-scripted", count_file)  # fmt: skip
-        show_vote("OptiLLM self_consistency", theirs, latency)
-        print(f"wall time, OptiLLM / tmas serve: {theirs['wall'] / ours['wall']:.2f}")
+        with optillm_proxy(optillm, model_url, work) as proxy:
+            client = OpenAI(base_url=proxy, api_key="sk-unused")
+            voting = timed_vote(client, "majority_voting-scripted", count_file,
+                                extra_body={"k": 4})  # fmt: skip
+            consistency = timed_vote(client, "self_consistency-scripted", count_file)
+        show_vote("OptiLLM majority_voting (k=4)", voting, latency)
+        show_vote("OptiLLM self_consistency (5)", consistency, latency)
+        print(f"wall time over tmas serve's: majority_voting {voting['wall'] / ours['wall']:.2f}, "
+              f"self_consistency {consistency['wall'] / ours['wall']:.2f}")
 
 
 def main() -> None:

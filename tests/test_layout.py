@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "tmas"
 README = PACKAGE.parent / "README.md"
 LAYERS = {
     "answers", "cli", "eval", "graphs", "lifecycle", "llm", "memory", "nodes", "orchrm",
-    "storage", "testing", "training", "views",
+    "serve", "storage", "testing", "training", "views",
 }
 
 

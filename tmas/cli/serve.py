@@ -105,7 +105,7 @@ def serve(
     try:
         from tmas.serve import ChatService, ServeLimits
         from tmas.serve.app import create_app
-        from tmas.serve.server import run_server
+        from tmas.serve.uvicorn_server import run_server
     except ImportError as exc:
         fail(f"tmas serve needs its extra ({exc.name} is missing): pip install 'tmas[serve]'")
         return

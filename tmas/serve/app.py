@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tmas.serve.errors import APIError, bad_request
+from tmas.serve.api_errors import APIError, bad_request
 from tmas.serve.service import ChatService
 
 RUN_ID_HEADER = "x-tmas-run-id"

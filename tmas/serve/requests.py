@@ -1,7 +1,7 @@
 """Reading a chat completion request: the topology (``model``), the problem (the last user
 message), how many runs (``n``), whether to stream, and the topology settings the request
 sets at its top level (the OpenAI SDK's ``extra_body``), validated like ``tmas solve --set``.
-Anything wrong is an :class:`~tmas.serve.errors.APIError` naming the parameter.
+Anything wrong is an :class:`~tmas.serve.api_errors.APIError` naming the parameter.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec
 from tmas.nodes.control.selection_rules import selection_rule
-from tmas.serve.errors import APIError, bad_request
+from tmas.serve.api_errors import APIError, bad_request
 
 # OpenAI parameters a topology has no use for: accepted and left alone.
 IGNORED = frozenset(

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.serve.api_errors import APIError
 from tmas.serve.completions import chosen_solution, openai_usage
-from tmas.serve.errors import APIError
 from tmas.storage import open_storage
 from tmas.storage.run_registry import RunRecord, UnknownRunError
 
@@ -28,7 +28,7 @@ def run_info(db: str | Path | None, run_id: str, origin: str) -> dict[str, Any]:
         >>> run_info(os.path.join(tempfile.mkdtemp(), "r.sqlite"), "nope", "serve")
         Traceback (most recent call last):
         ...
-        tmas.serve.errors.APIError: no run with id 'nope'
+        tmas.serve.api_errors.APIError: no run with id 'nope'
     """
     storage = open_storage(db)
     try:

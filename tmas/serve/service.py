@@ -22,8 +22,8 @@ from tmas.config import RoleModel
 from tmas.graphs.spec import GraphSpec
 from tmas.lifecycle.manager import RunCancelled, RunManager
 from tmas.llm.backend import BackendSpec, custom_backend, make_router
+from tmas.serve.api_errors import APIError
 from tmas.serve.completions import chat_completion
-from tmas.serve.errors import APIError
 from tmas.serve.requests import ChatRequest, ServeLimits, read_request
 from tmas.serve.runs import interrupted_runs, run_info
 from tmas.serve.streaming import stream_chunks

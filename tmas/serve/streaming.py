@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from tmas.lifecycle.events import describe_event
+from tmas.serve.api_errors import APIError
 from tmas.serve.completions import (
     chosen_solution,
     chunk,
@@ -16,7 +17,6 @@ from tmas.serve.completions import (
     openai_usage,
     runs_usage,
 )
-from tmas.serve.errors import APIError
 
 
 async def stream_chunks(
