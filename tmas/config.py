@@ -133,6 +133,24 @@ class TMASConfig(BaseModel):
     retry_jitter: bool = Field(
         default=True, description="add a random wait of up to 1 s to each retry"
     )
+    memory: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="a lifelong memory namespace: items from earlier problems seed the banks, "
+        "and this run's well-verified items are kept there (docs/memory.md)",
+    )
+    memory_items: int = Field(
+        default=6, ge=0, le=100, description="items of each kind retrieved from the memory"
+    )
+    memory_min_score: float = Field(
+        default=0.75,
+        ge=0.0,
+        le=1.0,
+        description="the verification score a rollout needs for its items to enter the memory",
+    )
+    memory_cap: int = Field(
+        default=500, ge=1, le=100_000, description="items a memory namespace keeps at most"
+    )
     roles: dict[Role, RoleModel] = Field(default_factory=dict)
 
     @model_validator(mode="before")

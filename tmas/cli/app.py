@@ -66,6 +66,10 @@ class TmasCommands(LazyCommands):
             "Plan reward modelling: choose the plan before running it.",
         ),
         LazyCommand(
+            "memory", "tmas.cli.memory", "memory_app",
+            "Lifelong memories across problems: list, show, prune, export, import.",
+        ),
+        LazyCommand(
             "serve", "tmas.cli.serve", "serve",
             "Serve topologies as models through an OpenAI-compatible chat completions API.",
         ),

@@ -125,6 +125,13 @@ EngineOption = Annotated[
 MaxSequencesOption = Annotated[
     int, typer.Option(help="calls the embedded engine decodes together", min=1, max=256)
 ]
+MemoryOption = Annotated[
+    str | None,
+    typer.Option(
+        help="a lifelong memory: items from earlier problems seed the banks, this run's "
+        "well-verified items are kept (docs/memory.md)"
+    ),
+]
 SetOption = Annotated[
     list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
 ]

@@ -33,6 +33,7 @@ from tmas.cli.common import (
     IterationsOption,
     MaxSequencesOption,
     MaxTokensOption,
+    MemoryOption,
     ModelOption,
     NCtxOption,
     PipelineParallelOption,
@@ -112,6 +113,7 @@ def evaluate(
     epsilon: float | None = None,
     seed: int | None = None,
     max_tokens: MaxTokensOption = None,
+    memory: MemoryOption = None,
     temperature: float | None = None,
     backend: BackendOption = "llamacpp",
     model: ModelOption = None,
@@ -146,6 +148,7 @@ def evaluate(
     try:
         problems = load_problems(data, limit)
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
+        given["memory"] = memory
         backend_values = dict(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
             engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,

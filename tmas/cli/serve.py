@@ -21,6 +21,7 @@ from tmas.cli.common import (
     EngineOption,
     GpuMemoryOption,
     MaxSequencesOption,
+    MemoryOption,
     ModelOption,
     NCtxOption,
     PipelineParallelOption,
@@ -83,6 +84,7 @@ def serve(
     dtype: DtypeOption = None,
     adapter: AdapterOption = None,
     device: DeviceOption = None,
+    memory: MemoryOption = None,
     max_concurrency: ConcurrencyOption = None,
     max_concurrent_runs: Annotated[
         int, typer.Option(min=1, help="runs at once; more get HTTP 429")
@@ -134,7 +136,7 @@ def serve(
                   "run models", markup=False)  # fmt: skip
     limits = ServeLimits(max_concurrent_runs, max_request_bytes, max_calls_per_request, max_n)
     service = ChatService(
-        spec, topologies, db=db, plugins=plugin, roles=roles, limits=limits,
+        spec, topologies, db=db, plugins=plugin, roles=roles, memory=memory, limits=limits,
         max_concurrency=max_concurrency, on_disconnect=on_disconnect,  # type: ignore[arg-type]
     )  # fmt: skip
     app = create_app(service, api_key=api_key, resume_interrupted=resume_interrupted)

@@ -36,6 +36,7 @@ from tmas.cli.common import (
     JsonOption,
     MaxSequencesOption,
     MaxTokensOption,
+    MemoryOption,
     ModelOption,
     NCtxOption,
     PipelineParallelOption,
@@ -89,6 +90,7 @@ def solve(
     epsilon: float | None = None,
     seed: int | None = None,
     max_tokens: MaxTokensOption = None,
+    memory: MemoryOption = None,
     temperature: float | None = None,
     backend: BackendOption = "llamacpp",
     model: ModelOption = None,
@@ -120,6 +122,7 @@ def solve(
         text = read_problem(problem)
         documents = read_documents(doc)
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
+        given["memory"] = memory
         backend_values = dict(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
             engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,

@@ -22,6 +22,7 @@ from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.failures import solver_replay
 from tmas.lifecycle.history import iteration_records
+from tmas.lifecycle.memory_runs import remember, seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
@@ -261,6 +262,7 @@ class RunManager:
                 "gold_answer": record.gold_answer,
                 "config": record.config,
                 "documents": record.documents or [],
+                **seeded_banks(self.storage, config, record.problem),
             }
         elif (replay := solver_replay(graph, cfg, solver_nodes(spec))) is not None:
             start_cfg, next_input = replay  # every solver call of the iteration failed: again
@@ -299,6 +301,8 @@ class RunManager:
             raise
         final = saved_state(self.storage, record.run_id)
         status = finished_status(final) or ("paused" if paused else "stopped")
+        if status in ("finished", "degraded"):
+            remember(self.storage, record.run_id, record.problem, config, final)
         self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final, paused)
 

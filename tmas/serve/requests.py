@@ -170,9 +170,11 @@ def read_request(
     topologies: Mapping[str, GraphSpec],
     limits: ServeLimits,
     fixed: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
 ) -> ChatRequest:
     """A checked :class:`ChatRequest` from a request body, or the APIError it deserves;
-    ``fixed`` settings (the server's per-role models) hold whatever the request says.
+    ``fixed`` settings (the server's per-role models) hold whatever the request says, and
+    ``defaults`` (the server's memory) hold unless it says otherwise.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -204,7 +206,8 @@ def read_request(
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limits.max_n:
         raise bad_request(f"n must be an integer from 1 to {limits.max_n}", "n")
     try:
-        config = topology_config(spec, {**settings_of(body), **(fixed or {})})
+        chosen = {**(defaults or {}), **settings_of(body), **(fixed or {})}
+        config = topology_config(spec, chosen)
         if config.selection is not None:
             selection_rule(config.selection)
     except (ConfigError, ValueError) as exc:

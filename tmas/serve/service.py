@@ -62,6 +62,7 @@ class ChatService:
         db: the run database (SQLite path or ``postgresql://`` URL); None: the default one.
         plugins: plugin modules the topologies need (saved with each run).
         roles: per-role models set by the operator (``--role-model``), kept in every run.
+        memory: the lifelong memory of runs whose request names none (docs/memory.md).
         limits: what one request may ask; concurrent runs above the limit get HTTP 429.
         max_concurrency: model calls in flight per run (None: the backend's default).
         on_disconnect: ``cancel`` stops the runs of a client that went away; ``finish`` lets
@@ -89,6 +90,7 @@ class ChatService:
         db: str | Path | None = None,
         plugins: Sequence[str] = (),
         roles: Mapping[str, RoleModel] | None = None,
+        memory: str | None = None,
         limits: ServeLimits | None = None,
         max_concurrency: int | None = None,
         on_disconnect: Literal["cancel", "finish"] = "cancel",
@@ -103,6 +105,7 @@ class ChatService:
         self.db = db
         self.plugins = list(plugins)
         self.fixed = {"roles": dict(roles)} if roles else {}
+        self.defaults = {"memory": memory} if memory else {}
         self.limits = limits or ServeLimits()
         self.max_concurrency = max_concurrency
         self.on_disconnect = on_disconnect
@@ -162,7 +165,7 @@ class ChatService:
 
     def read(self, body: Any) -> ChatRequest:
         """The checked request (APIError for a bad one); nothing runs yet."""
-        return read_request(body, self.topologies, self.limits, self.fixed)
+        return read_request(body, self.topologies, self.limits, self.fixed, self.defaults)
 
     def run(self, run_id: str) -> dict[str, Any]:
         """The record of a run this service started (``GET /v1/runs/{id}``); 404 otherwise

@@ -44,7 +44,8 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
             if mode == "reference":
                 limit = config.reference_chars
             task["references"] = [clipped(previous[i], limit) for i in plan["references"]]
-        if mode in ("exploit", "experience") or custom:
+        remembered = mode == "initial" and any(e.get("origin") == "memory" for e in bank)
+        if mode in ("exploit", "experience") or custom or remembered:
             context = state["problem"] + ("\n" + task["parent"]["text"] if "parent" in task else "")
             task["experiences"] = relevant_experiences(bank, context, config.experiences_per_prompt)
         if mode == "explore" or custom:
@@ -74,16 +75,29 @@ def solver_fields(task: dict[str, Any]) -> dict[str, str]:
     return fields
 
 
+def solver_template(task: dict[str, Any]) -> str:
+    """The template of a solver task: ``solver/<mode>``; a first-iteration task shown items
+    of a lifelong memory uses ``solver/initial_memory``.
+
+    Example:
+        >>> solver_template({"plan": {"mode": "initial"}, "experiences": [{"text": "x"}]})
+        'solver/initial_memory'
+    """
+    mode = task["plan"]["mode"]
+    if mode == "initial" and task.get("experiences"):
+        return "solver/initial_memory"
+    return f"solver/{mode}"
+
+
 def solver_prompt(task: dict[str, Any], prompt_set: PromptSet | None = None) -> str:
-    """The user prompt of a solver task: the template named after its plan's mode
-    (``solver/<mode>``) filled with :func:`solver_fields`.
+    """The user prompt of a solver task: its template (:func:`solver_template`) filled with
+    :func:`solver_fields`.
 
     Example:
         >>> solver_prompt({"problem": "1+1?", "plan": {"mode": "initial"}}).startswith("Problem")
         True
     """
-    key = f"solver/{task['plan']['mode']}"
-    return (prompt_set or PromptSet()).render(key, **solver_fields(task))
+    return (prompt_set or PromptSet()).render(solver_template(task), **solver_fields(task))
 
 
 def clipped(rollout: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -130,7 +144,7 @@ class Solve(SteppedAgent):
             solver_prompt(task, self.prompts),
             self.config.max_tokens_for("solver"),
             plan["seed"],
-            prompt=f"solver/{plan['mode']}",
+            prompt=solver_template(task),
         )
         experience_ids = [e["id"] for e in task.get("experiences", [])]
         return answer_update(plan, reply, "solver", experience_ids)

@@ -70,6 +70,7 @@ class RunTrace:
     iterations: list[IterationTrace] = field(default_factory=list)
     plan_choice: dict[str, Any] | None = None
     diagram: str = ""
+    memory_items: list[dict[str, Any]] = field(default_factory=list)
 
 
 def agreement(answers: list[str | None], voted: str | None) -> float | None:
@@ -154,7 +155,7 @@ def collect_iterations(checkpointer: BaseCheckpointSaver, run_id: str) -> list[I
     traces = []
     for k in sorted(set(states) | set(records)):
         state = states.get(k, {})
-        given_bank = states.get(k - 1, {}).get("experience_bank", [])
+        given_bank = states.get(k - 1, {}).get("experience_bank", []) + from_memory(state)
         traces.append(
             IterationTrace(
                 iteration=k,
@@ -170,6 +171,18 @@ def collect_iterations(checkpointer: BaseCheckpointSaver, run_id: str) -> list[I
             )
         )
     return traces
+
+
+def from_memory(state: dict[str, Any]) -> list[dict[str, Any]]:
+    """The bank items a state holds from a lifelong memory (``origin: memory``).
+
+    Example:
+        >>> from_memory({"experience_bank": [{"id": "m:x", "origin": "memory"}, {"id": "e1"}],
+        ...              "guideline_bank": [{"id": "m:y", "origin": "memory"}]})
+        [{'id': 'm:x', 'origin': 'memory'}, {'id': 'm:y', 'origin': 'memory'}]
+    """
+    banks = (state.get("experience_bank") or []) + (state.get("guideline_bank") or [])
+    return [item for item in banks if item.get("origin") == "memory"]
 
 
 def collect_trace(storage: Storage, run_id: str) -> RunTrace:
@@ -208,7 +221,8 @@ def collect_trace(storage: Storage, run_id: str) -> RunTrace:
         final_answer=state.get("final_answer"),
         selection=selection_of(state, record.config),
         stop_reason=state.get("stop_reason"),
-        iterations=collect_iterations(storage.checkpointer, run_id),
+        iterations=(iterations := collect_iterations(storage.checkpointer, run_id)),
+        memory_items=_seeded(storage, run_id, iterations),
         plan_choice=(record.topology or {}).get("plan_choice"),
         diagram=topology_diagram(record.topology),
     )
@@ -233,3 +247,11 @@ def topology_diagram(topology: dict[str, Any] | None) -> str:
         return spec_to_ascii(parse_spec(topology["spec"]))
     except SpecError:
         return ""
+
+
+def _seeded(storage: Storage, run_id: str, iterations: list[IterationTrace]) -> list[dict]:
+    """The memory items a run started with (from its first iteration's state)."""
+    if not iterations:
+        return []
+    first = iteration_states(storage.checkpointer, run_id).get(iterations[0].iteration, {})
+    return from_memory(first)

@@ -87,6 +87,7 @@ def _candidate(candidate: CandidateTrace, iteration: int, prefix: str) -> str:
     if candidate.experiences:
         given = "".join(
             f"<li><code>{esc(key)}</code> "
+            + ('<span class="memory">from memory</span> ' if key.startswith("m:") else "")
             + (esc(text) if text is not None else '<span class="muted">(text not found)</span>')
             + "</li>"
             for key, text in candidate.experiences
@@ -186,8 +187,23 @@ def _header(trace: RunTrace) -> str:
         + f"</dl><details><summary>full config</summary><table>{table}</table></details>"
         + _diagram(trace)
         + plan_choice_table(trace.plan_choice)
+        + _memory(trace)
         + "</header>"
     )
+
+
+def _memory(trace: RunTrace) -> str:
+    """The items the run's banks started with from a lifelong memory, marked as such."""
+    if not trace.memory_items:
+        return ""
+    items = "".join(
+        f'<li><span class="memory">from memory</span> <code>{esc(item["id"])}</code> '
+        f"{esc(item['text'])}</li>"
+        for item in trace.memory_items
+    )
+    name = esc(trace.config.get("memory") or "")
+    return f'<div class="memory-items">started with {len(trace.memory_items)} items of ' \
+        f"memory <code>{name}</code>:<ul>{items}</ul></div>"
 
 
 def _diagram(trace: RunTrace) -> str:

@@ -50,5 +50,6 @@ pre { white-space: pre-wrap; word-wrap: break-word; font: 12px/1.35 ui-monospace
   margin: 4px 0; }
 .given, .added { font-size: 13px; margin: 4px 0; padding-left: 18px; }
 .muted { color: #777; }
+.memory { background: #e8f0fe; color: #1a4fa0; border-radius: 3px; padding: 0 4px; }
 details > summary { cursor: pointer; color: #245; }
 """
