@@ -218,3 +218,62 @@ def test_the_memory_commands_list_show_prune_export_and_import(tmp_path: Path) -
         assert len(LifelongMemory(storage.store(), "copy").items()) == 3  # not half-imported
     finally:
         storage.close()
+
+
+def test_an_evaluation_in_order_carries_memory_from_problem_to_problem(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from tmas.cli import app
+    from tmas.eval.job import eval_run_id
+    from tmas.lifecycle.manager import saved_state
+    from tmas.testing.fake_openai_server import FakeOpenAIServer
+
+    rows = [{"id": f"p{i}", "problem": f"Check the arithmetic of step {i}: what is {i} + {i}?",
+             "answer": str(2 * i)} for i in range(1, 4)]  # fmt: skip
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    db, out = tmp_path / "runs.sqlite", tmp_path / "out"
+    with FakeOpenAIServer() as server:
+        result = CliRunner().invoke(app, [
+            "eval", "--out", str(out), "--data", str(data), "--concurrency", "1",
+            "--base-url", server.base_url, "--model", "scripted", "-n", "2", "-m", "1",
+            "-t", "1", "--memory", "arith", "--db", str(db),
+        ])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    storage = open_storage(db)
+    try:
+        first, *later = (saved_state(storage, eval_run_id(out, row["id"])) for row in rows)
+        memory = LifelongMemory(storage.store(), "arith").items()
+    finally:
+        storage.close()
+    assert not [e for e in first["experience_bank"] if e.get("origin") == "memory"]
+    for state in later:  # every later problem started with what the earlier ones kept
+        assert [e for e in state["experience_bank"] if e.get("origin") == "memory"]
+    assert memory and {i["provenance"]["run_id"] for i in memory} <= {
+        eval_run_id(out, row["id"]) for row in rows
+    }
+
+
+def test_served_requests_share_the_servers_memory(tmp_path: Path) -> None:
+    from tmas.lifecycle.manager import saved_state
+    from tmas.serve import ChatService
+
+    db = tmp_path / "runs.sqlite"
+    model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
+    service = ChatService.with_chat_model(model, db=db, memory="arith")
+    body = {"model": "tmas", "messages": [{"role": "user", "content": PROBLEM}],
+            "n_candidates": 2, "n_verifications": 1, "max_iterations": 1}  # fmt: skip
+    try:
+        first = service.complete_sync(body)["tmas"]["run_ids"][0]
+        second = service.complete_sync(body)["tmas"]["run_ids"][0]
+    finally:
+        service.close()
+    storage = open_storage(db)
+    try:
+        assert storage.registry.get(second).config["memory"] == "arith"
+        bank = saved_state(storage, second)["experience_bank"]
+        assert any(e.get("origin") == "memory" and first in e["id"] for e in bank)
+    finally:
+        storage.close()
