@@ -133,6 +133,11 @@ class TMASConfig(BaseModel):
     retry_jitter: bool = Field(
         default=True, description="add a random wait of up to 1 s to each retry"
     )
+    proof: bool = Field(
+        default=False,
+        description="proof problems: no answer to vote on; proof prompts, the best-verified "
+        "candidate is the result, a rubric judge grades it against a reference (docs/proofs.md)",
+    )
     memory: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",

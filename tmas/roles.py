@@ -129,3 +129,11 @@ for _name, _budget, _text in (
     ("guideline", 64, "names the strategy a candidate used"),
 ):
     _ROLES[_name] = RoleSpec(_name, _budget, None, _text, builtin=True)
+
+# Not a role of the loop: grades a finished proof run against a reference (proof mode).
+register_role(
+    "proof_judge",
+    max_tokens=512,
+    model="verifier",
+    description="grades a proof against a reference proof with a rubric",
+)

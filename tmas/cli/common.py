@@ -132,6 +132,14 @@ MemoryOption = Annotated[
         "well-verified items are kept (docs/memory.md)"
     ),
 ]
+ProofOption = Annotated[
+    bool,
+    typer.Option(
+        "--proof",
+        help="proof problems: no answer to vote on; the best-verified proof is the result "
+        "(docs/proofs.md)",
+    ),
+]
 SetOption = Annotated[
     list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
 ]

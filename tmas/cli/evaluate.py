@@ -39,6 +39,7 @@ from tmas.cli.common import (
     PipelineParallelOption,
     PluginOption,
     PromptsOption,
+    ProofOption,
     RoleBaseUrlOption,
     RoleModelOption,
     SetOption,
@@ -114,6 +115,7 @@ def evaluate(
     seed: int | None = None,
     max_tokens: MaxTokensOption = None,
     memory: MemoryOption = None,
+    proof: ProofOption = False,
     temperature: float | None = None,
     backend: BackendOption = "llamacpp",
     model: ModelOption = None,
@@ -146,9 +148,10 @@ def evaluate(
 ) -> None:
     """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
     try:
-        problems = load_problems(data, limit)
+        problems = load_problems(data, limit, proof=proof)
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
         given["memory"] = memory
+        given["proof"] = proof or None
         backend_values = dict(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
             engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,

@@ -247,3 +247,34 @@ def revised_settings(
     roles = merged_roles(config.get("roles"), corrected)
     new_config = load_config(**{**config, "roles": roles})
     return new_config.model_dump(mode="json"), new_backend.model_dump(mode="json")
+
+
+def proof_reference(proof: bool, gold: str | None, reference: Path | None) -> str | None:
+    """What a run keeps as its gold: the answer, or for a proof problem the reference proof
+    read from ``reference``; ConfigError for a mix that cannot mean anything.
+
+    Example:
+        >>> proof_reference(False, "18", None)
+        '18'
+        >>> proof_reference(False, None, Path("ref.txt"))
+        Traceback (most recent call last):
+        ...
+        tmas.config.ConfigError: --reference is for proof problems: add --proof
+    """
+    if not proof:
+        if reference is not None:
+            raise ConfigError("--reference is for proof problems: add --proof")
+        return gold
+    if gold is not None:
+        raise ConfigError(
+            "a proof problem has no gold answer: give a reference proof with --reference FILE"
+        )
+    if reference is None:
+        return None
+    try:
+        text = reference.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the reference proof {reference}: {exc}") from None
+    if not text:
+        raise ConfigError(f"the reference proof {reference} is empty")
+    return text

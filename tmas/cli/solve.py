@@ -42,6 +42,7 @@ from tmas.cli.common import (
     PipelineParallelOption,
     PluginOption,
     PromptsOption,
+    ProofOption,
     ReviewOption,
     RoleBaseUrlOption,
     RoleModelOption,
@@ -59,6 +60,7 @@ from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
     build_backend,
     engine_args,
+    proof_reference,
     read_documents,
     read_problem,
     role_settings,
@@ -91,6 +93,11 @@ def solve(
     seed: int | None = None,
     max_tokens: MaxTokensOption = None,
     memory: MemoryOption = None,
+    proof: ProofOption = False,
+    reference: Annotated[
+        Path | None,
+        typer.Option(help="proof problems: a file holding a reference proof the judge grades with"),
+    ] = None,
     temperature: float | None = None,
     backend: BackendOption = "llamacpp",
     model: ModelOption = None,
@@ -123,6 +130,8 @@ def solve(
         documents = read_documents(doc)
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
         given["memory"] = memory
+        given["proof"] = proof or None
+        gold = proof_reference(proof, gold, reference)
         backend_values = dict(
             kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
             engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,

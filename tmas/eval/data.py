@@ -33,11 +33,12 @@ class Problem(BaseModel):
         return value
 
 
-SAMPLES = ("gsm8k", "math500")
+SAMPLES = ("gsm8k", "math500", "proofs")
 
 
 def sample_path(name: str) -> Path:
-    """The bundled sample ``gsm8k`` or ``math500`` (20 problems each, MIT licensed)."""
+    """The bundled sample ``gsm8k`` or ``math500`` (20 problems each), or ``proofs`` (proof
+    problems with reference proofs); see ``samples/README.md`` for sources and licences."""
     return Path(str(resources.files("tmas.eval") / "samples" / f"{name}.jsonl"))
 
 
@@ -61,18 +62,26 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     raise DataError(f"unknown data format {suffix!r}: use .jsonl, .csv or .parquet")
 
 
-def load_problems(source: str, limit: int | None = None) -> list[Problem]:
-    """Problems from a file or a bundled sample name, validated, ids unique.
+def load_problems(source: str, limit: int | None = None, *, proof: bool = False) -> list[Problem]:
+    """Problems from a file or a bundled sample name, validated, ids unique. Proof problems
+    (``proof``) need a reference ``solution`` instead of an ``answer``.
 
     Example:
         >>> [p.id for p in load_problems("gsm8k", limit=2)]
         ['gsm8k-test-0', 'gsm8k-test-1']
+        >>> load_problems("proofs", limit=1, proof=True)[0].solution is not None
+        True
     """
     path = sample_path(source) if source in SAMPLES else Path(source)
     if not path.exists():
         raise DataError(f"no such data file: {source} (or use a sample: {', '.join(SAMPLES)})")
     problems = []
     for number, row in enumerate(_rows(path)[: limit if limit else None], start=1):
+        if proof:
+            if not isinstance(row.get("solution"), str) or not row["solution"].strip():
+                raise DataError(f"{path.name} row {number}: a proof problem needs a reference "
+                                "'solution'")  # fmt: skip
+            row = {"answer": "", **row}
         try:
             problems.append(Problem.model_validate(row))
         except ValidationError as exc:

@@ -125,7 +125,7 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
             outcome = manager.start(
                 run_id,
                 problem=problem.problem,
-                gold_answer=problem.answer,
+                gold_answer=problem.solution if job.config.proof else problem.answer,
                 config=job.config,
                 backend=job.backend,
                 spec=job.spec,

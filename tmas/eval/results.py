@@ -35,6 +35,23 @@ def result_row(
         >>> row["correct"], row["majority_answer"], row["pass_at_1"], row["failed_calls"]
         (True, '2', [0.5], 0)
     """
+    grade = (state.get("extras") or {}).get("proof_grade")
+    if grade is not None:  # a proof run: its judge's grades, not answers, say what is right
+        return {**_answer_row(problem, run_id, graph, state, wall_s, error, fatal),
+                "correct": bool(grade["correct"]), "pass_at_1": [grade["pass_at_1"]],
+                "pass_at_1_answered": [grade["pass_at_1"]], "proof_grade": grade}  # fmt: skip
+    return _answer_row(problem, run_id, graph, state, wall_s, error, fatal)
+
+
+def _answer_row(
+    problem: Problem,
+    run_id: str,
+    graph: str,
+    state: dict[str, Any],
+    wall_s: float | None,
+    error: str | None,
+    fatal: bool,
+) -> dict[str, Any]:
     history = state.get("history", [])
     last_answers = history[-1]["answers"] if history else []
     majority = winner(tally((a, 1.0) for a in last_answers))

@@ -22,8 +22,9 @@ from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.failures import solver_replay
 from tmas.lifecycle.history import iteration_records
-from tmas.lifecycle.memory_runs import remember, seeded_banks
+from tmas.lifecycle.memory_runs import seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
+from tmas.lifecycle.run_end import after_finish
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.plugins import load_plugin
@@ -302,7 +303,7 @@ class RunManager:
         final = saved_state(self.storage, record.run_id)
         status = finished_status(final) or ("paused" if paused else "stopped")
         if status in ("finished", "degraded"):
-            remember(self.storage, record.run_id, record.problem, config, final)
+            final = after_finish(self, record, graph, cfg, config, final)
         self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final, paused)
 

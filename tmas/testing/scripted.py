@@ -27,6 +27,11 @@ class ScriptedReplies:
     strategies: Sequence[str] = field(
         default=("Set up an equation", "Work backwards", "Count case by case")
     )
+    proof_steps: Sequence[str] = field(
+        default=("Assume the contrary; a contradiction follows.", "Induct on n.",
+                 "Expand both sides and compare.")
+    )  # fmt: skip
+    judge_score: int = 8
 
     def _pick(self, options: Sequence[str], text: str) -> str:
         digest = hashlib.sha256(text.encode("utf-8")).digest()
@@ -53,6 +58,13 @@ class ScriptedReplies:
         if prompt == "delm/answer_user":
             answer = self._pick(self.answers, user)
             return f"Adding the noted quantities gives {answer}.\n\\boxed{{{answer}}}"
+        if prompt is not None and prompt.startswith("solver/proof_"):
+            step = self._pick(self.proof_steps, system + user + salt)
+            return f"Proof. {step} This completes the proof."
+        if role == "proof_judge":
+            verdict = "correct" if self.judge_score >= 7 else "incorrect"
+            score = self.judge_score
+            return f"The proof follows the reference.\nScore: {score}/10\nVerdict: {verdict}"
         if role == "solver":
             answer = self._pick(self.answers, system + user + salt)
             return f"We compute step by step.\nThe result is {answer}.\n\\boxed{{{answer}}}"

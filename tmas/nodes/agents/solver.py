@@ -37,6 +37,8 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         mode = plan["mode"]
         custom = mode not in BUILTIN_MODES
         task: dict[str, Any] = {"problem": state["problem"], "plan": plan}
+        if config.proof:
+            task["proof"] = True
         if plan.get("parent_index") is not None and (mode == "exploit" or custom):
             task["parent"] = clipped(previous[plan["parent_index"]], config.rollout_chars_in_prompt)
         if plan.get("references") and (mode in ("reference", "aggregate") or custom):
@@ -75,15 +77,23 @@ def solver_fields(task: dict[str, Any]) -> dict[str, str]:
     return fields
 
 
+PROOF_MODES = ("initial", "exploit", "explore")  # the modes with proof templates
+
+
 def solver_template(task: dict[str, Any]) -> str:
     """The template of a solver task: ``solver/<mode>``; a first-iteration task shown items
-    of a lifelong memory uses ``solver/initial_memory``.
+    of a lifelong memory uses ``solver/initial_memory``; a task of a proof run,
+    ``solver/proof_<mode>`` (initial, exploit, explore).
 
     Example:
         >>> solver_template({"plan": {"mode": "initial"}, "experiences": [{"text": "x"}]})
         'solver/initial_memory'
+        >>> solver_template({"plan": {"mode": "exploit"}, "proof": True})
+        'solver/proof_exploit'
     """
     mode = task["plan"]["mode"]
+    if task.get("proof") and mode in PROOF_MODES:
+        return f"solver/proof_{mode}"
     if mode == "initial" and task.get("experiences"):
         return "solver/initial_memory"
     return f"solver/{mode}"

@@ -63,15 +63,16 @@ class Verify(SteppedAgent):
             task["candidate_index"],
             task["check_index"],
         )
+        kind = "proof_" if self.config.proof else ""
         reply = yield ModelCall(
             "verifier",
-            self.prompts.render("verifier/system"),
+            self.prompts.render(f"verifier/{kind}system"),
             self.prompts.render(
-                "verifier/user", problem=task["problem"], solution=task["solution"]
+                f"verifier/{kind}user", problem=task["problem"], solution=task["solution"]
             ),
             self.config.max_tokens_for("verifier"),
             seed,
-            prompt="verifier/user",
+            prompt=f"verifier/{kind}user",
         )
         parsed = parse_verification(reply.text)
         verdict, score = parsed.value  # type: ignore[misc]

@@ -10,6 +10,12 @@ from tmas.answers.grading import pass_at_1
 from tmas.config import TMASConfig
 from tmas.lifecycle.events import emit
 from tmas.nodes.agents.summarizer import mean_score
+from tmas.nodes.control.proof_selection import (
+    PROOF_SELECTION,
+    best_verified,
+    describe_choice,
+    keep_better,
+)
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_rule
 from tmas.nodes.control.stop_rules import consensus
 from tmas.nodes.control.voting import add_vote, tally, weighted_vote, winner
@@ -94,8 +100,17 @@ class RecordIteration:
         if totals is None:  # saved before running totals were kept: its history is complete
             totals = tally(pair for old in state.get("history", []) for pair in old["vote"].items())
         totals = add_vote(totals, vote)
-        final_answer = self.rule(record, totals)
-        record["selected_answer"] = final_answer
+        proof: dict[str, Any] = {}
+        if self.config.proof:  # no answers: the best-verified proof so far is the result
+            record["pass_at_1"] = record["pass_at_1_answered"] = None  # a judge grades proofs
+            kept = (state.get("extras") or {}).get("proof_choice")
+            chosen = keep_better(best_verified(state, candidates, scores), kept)
+            proof = {"extras": {"proof_choice": chosen}}
+            final_answer = chosen["text"] if chosen else None
+            record["selected_answer"] = describe_choice(chosen)
+        else:
+            final_answer = self.rule(record, totals)
+            record["selected_answer"] = final_answer
         history = [*state.get("history", []), record][-self.config.history_window :]
         emit(
             "iteration",
@@ -109,7 +124,8 @@ class RecordIteration:
             "history": history,
             "vote_totals": totals,
             "final_answer": final_answer,
-            "selection": self.selection,
+            "selection": PROOF_SELECTION if self.config.proof else self.selection,
+            **proof,
             "stop_reason": self.stop_reason(record, state),
             **windowed_diagnostics(state, record["iteration"], self.config.history_window),
         }

@@ -1,0 +1,81 @@
+"""Grading a finished proof run: a rubric judge (the ``proof_judge`` role: the verifier's model
+unless ``--role-model proof_judge=...`` gives it its own; prompt ``judge/proof_rubric``) scores
+each candidate of the last iteration against the run's reference proof. Pass@1 is the share of
+those judged correct; the run's grade is the chosen proof's. A judge call that fails leaves
+that grade unknown and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tmas.answers.parsing import parse_verification
+from tmas.config import TMASConfig
+from tmas.llm.router import ModelCall, ModelRouter
+from tmas.nodes.prompts import PromptSet
+from tmas.seeding import derive_seed
+from tmas.state import failed
+
+
+def judge_call(
+    config: TMASConfig, problem: str, reference: str, proof: str, index: int
+) -> ModelCall:
+    """The judge's call for one proof.
+
+    Example:
+        >>> call = judge_call(TMASConfig(), "1 is odd", "1 = 2*0 + 1.", "Trivially.", 0)
+        >>> call.role, call.prompt, "Trivially." in call.user
+        ('proof_judge', 'judge/proof_rubric', True)
+    """
+    return ModelCall(
+        "proof_judge",
+        "You are a strict grader of mathematical proofs.",
+        PromptSet().render("judge/proof_rubric", problem=problem, reference=reference, proof=proof),
+        config.max_tokens_for("proof_judge"),
+        derive_seed(config.seed, "judge", index),
+        prompt="judge/proof_rubric",
+    )
+
+
+def grade_one(router: ModelRouter, call: ModelCall) -> dict[str, Any]:
+    """The judge's grade of one proof: verdict, score (0..1), its report, or the error."""
+    try:
+        reply = router.call(call)
+    except Exception as exc:  # noqa: BLE001 - a failed judge leaves the grade unknown
+        return {"verdict": "unknown", "score": None, "error": f"{type(exc).__name__}: {exc}"}
+    verdict, score = parse_verification(reply.text).value  # type: ignore[misc]
+    return {"verdict": verdict, "score": score, "text": reply.text}
+
+
+def grade_proof_run(
+    router: ModelRouter, config: TMASConfig, state: Mapping[str, Any], reference: str
+) -> dict[str, Any]:
+    """The ``proof_grade`` a finished proof run records: each last-iteration candidate's grade,
+    Pass@1 over them (None when no judge call succeeded) and the chosen proof's grade."""
+    chosen = (state.get("extras") or {}).get("proof_choice")
+    candidates = sorted(state.get("candidates") or [], key=lambda c: c["index"])
+    grades = []
+    for candidate in candidates:
+        if failed(candidate) or not candidate.get("text", "").strip():
+            grades.append({"index": candidate["index"], "verdict": "incorrect", "score": 0.0})
+            continue
+        index = candidate["index"]
+        call = judge_call(config, state["problem"], reference, candidate["text"], index)
+        grades.append({"index": candidate["index"], **grade_one(router, call)})
+    known = [g for g in grades if g["verdict"] != "unknown"]
+    pass_at_1 = sum(g["verdict"] == "correct" for g in known) / len(known) if known else None
+    final = None
+    if chosen is not None:
+        same = [
+            g for g in grades
+            if chosen["iteration"] == state.get("iteration") and g["index"] == chosen["index"]
+        ]  # fmt: skip
+        final = same[0] if same else {
+            "index": chosen["index"],
+            **grade_one(router, judge_call(config, state["problem"], reference,
+                                           chosen["text"], -1)),
+        }  # fmt: skip
+    return {"candidates": grades, "pass_at_1": pass_at_1, "final": final,
+            "correct": None if final is None or final["verdict"] == "unknown"
+            else final["verdict"] == "correct"}  # fmt: skip

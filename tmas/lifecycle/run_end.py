@@ -1,0 +1,36 @@
+"""What happens once a run finished, beside its graph: a proof run with a reference gets its
+judge's grade (saved once, in a checkpoint), and a run with memory leaves its well-verified
+items there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+
+from tmas.config import TMASConfig
+from tmas.lifecycle.memory_runs import remember
+from tmas.lifecycle.proof_grading import grade_proof_run
+from tmas.storage.run_registry import RunRecord
+
+
+def after_finish(
+    manager: Any,
+    record: RunRecord,
+    graph: CompiledStateGraph,
+    cfg: dict[str, Any],
+    config: TMASConfig,
+    final: dict[str, Any],
+) -> dict[str, Any]:
+    """The finished run's state after grading and remembering (``manager``: the
+    :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
+    from tmas.lifecycle.manager import saved_state
+
+    extras = final.get("extras") or {}
+    if config.proof and record.gold_answer and "proof_grade" not in extras:
+        router = manager.router_factory(record.backend, config)
+        grade = grade_proof_run(router, config, final, record.gold_answer)
+        graph.update_state(cfg, {"extras": {"proof_grade": grade}})
+        final = saved_state(manager.storage, record.run_id)
+    remember(manager.storage, record.run_id, record.problem, config, final)
+    return final
