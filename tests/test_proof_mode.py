@@ -71,6 +71,7 @@ def test_the_best_verified_proof_is_the_result_and_the_judge_grades_it(tmp_path:
     assert len(grade["candidates"]) == 3 and grade["pass_at_1"] == 1.0 and grade["correct"]
     judge_calls = [c for c in model.log if c.role == "proof_judge"]
     assert len(judge_calls) == 3 and all(REFERENCE in c.user for c in judge_calls)
+    assert state["usage"]["proof_judge"]["calls"] == 3  # the run's usage counts the judge
 
 
 def test_without_a_reference_nothing_is_graded(tmp_path: Path) -> None:
@@ -85,6 +86,7 @@ def test_a_failing_judge_leaves_the_grade_unknown_and_the_run_finished(tmp_path:
     assert state["stop_reason"] == "max_iterations"
     assert grade["correct"] is None and grade["pass_at_1"] is None
     assert all("judge server down" in g["error"] for g in grade["candidates"])
+    assert state["usage"]["proof_judge"]["failed_calls"] == 3
 
 
 def test_a_low_judge_score_grades_the_proof_incorrect(tmp_path: Path) -> None:

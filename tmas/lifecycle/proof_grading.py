@@ -39,13 +39,36 @@ def judge_call(
 
 
 def grade_one(router: ModelRouter, call: ModelCall) -> dict[str, Any]:
-    """The judge's grade of one proof: verdict, score (0..1), its report, or the error."""
+    """The judge's grade of one proof: verdict, score (0..1), its report and the call's
+    tokens, or the error."""
     try:
         reply = router.call(call)
     except Exception as exc:  # noqa: BLE001 - a failed judge leaves the grade unknown
-        return {"verdict": "unknown", "score": None, "error": f"{type(exc).__name__}: {exc}"}
+        return {"verdict": "unknown", "score": None, "error": f"{type(exc).__name__}: {exc}",
+                "usage": {"calls": 0, "input_tokens": 0, "output_tokens": 0,
+                          "failed_calls": 1}}  # fmt: skip
     verdict, score = parse_verification(reply.text).value  # type: ignore[misc]
-    return {"verdict": verdict, "score": score, "text": reply.text}
+    usage = reply.usage(call.role)[call.role]
+    return {"verdict": verdict, "score": score, "text": reply.text, "usage": usage}
+
+
+def judge_usage(grade: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """The judge calls of a grade as a ``usage`` update (so a run's usage counts them).
+
+    Example:
+        >>> judge_usage({"candidates": [{"usage": {"calls": 1, "input_tokens": 5,
+        ...     "output_tokens": 2}}], "final": None})
+        {'proof_judge': {'calls': 1, 'input_tokens': 5, 'output_tokens': 2}}
+    """
+    total: dict[str, int] = {}
+    final = grade.get("final")
+    graded = list(grade.get("candidates") or [])
+    if final is not None and final not in graded:
+        graded.append(final)
+    for one in graded:
+        for key, value in (one.get("usage") or {}).items():
+            total[key] = total.get(key, 0) + value
+    return {"proof_judge": total} if total else {}
 
 
 def grade_proof_run(

@@ -10,7 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.lifecycle.memory_runs import remember
-from tmas.lifecycle.proof_grading import grade_proof_run
+from tmas.lifecycle.proof_grading import grade_proof_run, judge_usage
 from tmas.storage.run_registry import RunRecord
 
 
@@ -30,7 +30,7 @@ def after_finish(
     if config.proof and record.gold_answer and "proof_grade" not in extras:
         router = manager.router_factory(record.backend, config)
         grade = grade_proof_run(router, config, final, record.gold_answer)
-        graph.update_state(cfg, {"extras": {"proof_grade": grade}})
+        graph.update_state(cfg, {"extras": {"proof_grade": grade}, "usage": judge_usage(grade)})
         final = saved_state(manager.storage, record.run_id)
     remember(manager.storage, record.run_id, record.problem, config, final)
     return final
