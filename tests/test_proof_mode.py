@@ -127,3 +127,21 @@ def test_eval_proof_grades_the_bundled_sample(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["eval", "--data", "gsm8k", "--limit", "1", "--proof",
                                    "--out", str(tmp_path / "o2")])  # fmt: skip
     assert bad.exit_code == 2 and "reference 'solution'" in " ".join(bad.output.split())
+
+
+def test_the_judge_uses_the_runs_own_rubric(tmp_path: Path) -> None:
+    from tmas.graphs.bundled import load_bundled
+
+    spec = load_bundled("tmas").with_prompts(
+        {"judge/proof_rubric": "MY RUBRIC for {problem} against {reference}: {proof}"}
+    )
+    model = ScriptedChatModel(replies=GradedProofs())
+    storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
+    try:
+        RunManager(storage, router_factory=lambda b, cfg: ModelRouter.for_config(model, None, cfg)
+                   ).start("p1", problem=THEOREM, gold_answer=REFERENCE, config=CONFIG,
+                           backend=BackendSpec(), spec=spec, show_progress=False)  # fmt: skip
+    finally:
+        storage.close()
+    judged = [c for c in model.log if c.role == "proof_judge"]
+    assert judged and all(c.user.startswith("MY RUBRIC for Prove that") for c in judged)

@@ -27,6 +27,7 @@ from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.lifecycle.run_end import after_finish
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
+from tmas.nodes.prompts import PromptSet
 from tmas.plugins import load_plugin
 from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
@@ -303,7 +304,7 @@ class RunManager:
         final = saved_state(self.storage, record.run_id)
         status = finished_status(final) or ("paused" if paused else "stopped")
         if status in ("finished", "degraded"):
-            final = after_finish(self, record, graph, cfg, config, final)
+            final = after_finish(self, record, graph, cfg, config, final, PromptSet(spec.prompts))
         self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final, paused)
 

@@ -19,9 +19,14 @@ from tmas.state import failed
 
 
 def judge_call(
-    config: TMASConfig, problem: str, reference: str, proof: str, index: int
+    config: TMASConfig,
+    problem: str,
+    reference: str,
+    proof: str,
+    index: int,
+    prompts: PromptSet | None = None,
 ) -> ModelCall:
-    """The judge's call for one proof.
+    """The judge's call for one proof (its template from the run's ``prompts``).
 
     Example:
         >>> call = judge_call(TMASConfig(), "1 is odd", "1 = 2*0 + 1.", "Trivially.", 0)
@@ -31,7 +36,9 @@ def judge_call(
     return ModelCall(
         "proof_judge",
         "You are a strict grader of mathematical proofs.",
-        PromptSet().render("judge/proof_rubric", problem=problem, reference=reference, proof=proof),
+        (prompts or PromptSet()).render(
+            "judge/proof_rubric", problem=problem, reference=reference, proof=proof
+        ),
         config.max_tokens_for("proof_judge"),
         derive_seed(config.seed, "judge", index),
         prompt="judge/proof_rubric",
@@ -72,7 +79,11 @@ def judge_usage(grade: Mapping[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def grade_proof_run(
-    router: ModelRouter, config: TMASConfig, state: Mapping[str, Any], reference: str
+    router: ModelRouter,
+    config: TMASConfig,
+    state: Mapping[str, Any],
+    reference: str,
+    prompts: PromptSet | None = None,
 ) -> dict[str, Any]:
     """The ``proof_grade`` a finished proof run records: each last-iteration candidate's grade,
     Pass@1 over them (None when no judge call succeeded) and the chosen proof's grade."""
@@ -84,7 +95,7 @@ def grade_proof_run(
             grades.append({"index": candidate["index"], "verdict": "incorrect", "score": 0.0})
             continue
         index = candidate["index"]
-        call = judge_call(config, state["problem"], reference, candidate["text"], index)
+        call = judge_call(config, state["problem"], reference, candidate["text"], index, prompts)
         grades.append({"index": candidate["index"], **grade_one(router, call)})
     known = [g for g in grades if g["verdict"] != "unknown"]
     pass_at_1 = sum(g["verdict"] == "correct" for g in known) / len(known) if known else None
@@ -97,7 +108,7 @@ def grade_proof_run(
         final = same[0] if same else {
             "index": chosen["index"],
             **grade_one(router, judge_call(config, state["problem"], reference,
-                                           chosen["text"], -1)),
+                                           chosen["text"], -1, prompts)),
         }  # fmt: skip
     return {"candidates": grades, "pass_at_1": pass_at_1, "final": final,
             "correct": None if final is None or final["verdict"] == "unknown"

@@ -11,6 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from tmas.config import TMASConfig
 from tmas.lifecycle.memory_runs import remember
 from tmas.lifecycle.proof_grading import grade_proof_run, judge_usage
+from tmas.nodes.prompts import PromptSet
 from tmas.storage.run_registry import RunRecord
 
 
@@ -21,15 +22,16 @@ def after_finish(
     cfg: dict[str, Any],
     config: TMASConfig,
     final: dict[str, Any],
+    prompts: PromptSet | None = None,
 ) -> dict[str, Any]:
-    """The finished run's state after grading and remembering (``manager``: the
-    :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
+    """The finished run's state after grading (with the run's ``prompts``) and remembering
+    (``manager``: the :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
     from tmas.lifecycle.manager import saved_state
 
     extras = final.get("extras") or {}
     if config.proof and record.gold_answer and "proof_grade" not in extras:
         router = manager.router_factory(record.backend, config)
-        grade = grade_proof_run(router, config, final, record.gold_answer)
+        grade = grade_proof_run(router, config, final, record.gold_answer, prompts)
         graph.update_state(cfg, {"extras": {"proof_grade": grade}, "usage": judge_usage(grade)})
         final = saved_state(manager.storage, record.run_id)
     remember(manager.storage, record.run_id, record.problem, config, final)

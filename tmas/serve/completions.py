@@ -29,6 +29,8 @@ def chosen_solution(state: Mapping[str, Any]) -> str:
         'I think'
     """
     answer = state.get("final_answer")
+    if (state.get("extras") or {}).get("proof_choice"):  # a proof run: the proof itself
+        return str(answer or "")
     key = normalize_answer(answer)
     scores = {
         s.get("candidate_index"): s.get("mean_score") or 0.0
