@@ -277,3 +277,19 @@ def test_served_requests_share_the_servers_memory(tmp_path: Path) -> None:
         assert any(e.get("origin") == "memory" and first in e["id"] for e in bank)
     finally:
         storage.close()
+
+
+def test_a_damaged_database_is_a_clear_error_and_stays_as_it_was(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tmas.cli import app
+
+    damaged = tmp_path / "runs.sqlite"
+    damaged.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 64)
+    before = damaged.read_bytes()
+    for args in (["ls"], ["show", "arith"], ["prune", "arith", "--keep", "1"]):
+        result = CliRunner().invoke(app, ["memory", *args, "--db", str(damaged)])
+        assert result.exit_code in (1, 2), result.output
+        assert "damaged or not a run database" in " ".join(result.output.split())
+        assert "Traceback" not in result.output
+    assert damaged.read_bytes() == before
