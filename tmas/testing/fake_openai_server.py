@@ -7,7 +7,6 @@ Run it in-process (``with FakeOpenAIServer() as server: ...``) or as a process::
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import json
 import socket
@@ -18,20 +17,12 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
 from tmas.testing.chat_payloads import count_words, send_stream, text_of
 from tmas.testing.latency import LogNormalLatency, latency_model
 from tmas.testing.scripted import ScriptedReplies, scripted_reply
-from tmas.testing.server_process import (
-    add_server_arguments,
-    atomic_write,
-    latency_of,
-    replies_of,
-    serve_until_signal,
-)
 
 MODEL_NAME = "scripted"
 MAX_STORED_REQUESTS = 1000
@@ -377,38 +368,7 @@ class FakeOpenAIServer:
                 self._in_flight -= 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Serve until SIGTERM or SIGINT, printing the base URL first.
-
-    Example:
-        ``python -m tmas.testing.fake_openai_server --port 0 --answers 18,18,17``
-    """
-    parser = argparse.ArgumentParser(description="Loopback OpenAI-compatible scripted server")
-    add_server_arguments(parser, port=8123)
-    parser.add_argument("--count-file", type=Path, help="rewritten with the served count")
-    args = parser.parse_args(argv)
-
-    count_file: Path | None = args.count_file.resolve() if args.count_file else None
-    write_lock = threading.Lock()
-
-    def on_complete(count: int) -> None:
-        if count_file is not None:
-            with write_lock:  # the latest count wins even if writers race
-                atomic_write(count_file, f"{max(count, server.request_count)}\n")
-
-    if count_file is not None:
-        atomic_write(count_file, "0\n")
-    server = FakeOpenAIServer(
-        replies_of(args),
-        latency_s=latency_of(args),
-        host=args.host,
-        port=args.port,
-        max_requests=args.max_requests,
-        on_complete=on_complete,
-    )
-    serve_until_signal(server)
-    return 0
-
-
 if __name__ == "__main__":
+    from tmas.testing.fake_openai_main import main
+
     sys.exit(main())

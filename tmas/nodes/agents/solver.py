@@ -83,7 +83,7 @@ PROOF_MODES = ("initial", "exploit", "explore")  # the modes with proof template
 def solver_template(task: dict[str, Any]) -> str:
     """The template of a solver task: ``solver/<mode>``; a first-iteration task shown items
     of a lifelong memory uses ``solver/initial_memory``; a task of a proof run,
-    ``solver/proof_<mode>`` (initial, exploit, explore).
+    ``solver/proof_<mode>`` (initial, exploit, explore; ``solver/proof_initial_memory``).
 
     Example:
         >>> solver_template({"plan": {"mode": "initial"}, "experiences": [{"text": "x"}]})
@@ -92,11 +92,10 @@ def solver_template(task: dict[str, Any]) -> str:
         'solver/proof_exploit'
     """
     mode = task["plan"]["mode"]
-    if task.get("proof") and mode in PROOF_MODES:
-        return f"solver/proof_{mode}"
+    kind = "proof_" if task.get("proof") and mode in PROOF_MODES else ""
     if mode == "initial" and task.get("experiences"):
-        return "solver/initial_memory"
-    return f"solver/{mode}"
+        return f"solver/{kind}initial_memory"
+    return f"solver/{kind}{mode}"
 
 
 def solver_prompt(task: dict[str, Any], prompt_set: PromptSet | None = None) -> str:
