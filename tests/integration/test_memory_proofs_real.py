@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tmas.config import TMASConfig
+from tmas.config import RoleModel, TMASConfig
 from tmas.eval.data import load_problems
 from tmas.lifecycle.manager import RunManager
 from tmas.lifecycle.memory_runs import proposals_of
@@ -31,7 +31,8 @@ def test_a_proof_run_on_smollm2_is_selected_by_its_checks_and_graded(tmp_path: P
     try:
         state = RunManager(storage).start(
             "proof", problem=problem.problem, gold_answer=problem.solution,
-            config=TMASConfig(**TINY, proof=True), backend=SMOLLM2, show_progress=False,
+            config=TMASConfig(**TINY, proof=True, roles={"proof_judge": RoleModel(max_tokens=48)}),
+            backend=SMOLLM2, show_progress=False,
         ).state  # fmt: skip
     finally:
         storage.close()
