@@ -293,3 +293,24 @@ def test_a_damaged_database_is_a_clear_error_and_stays_as_it_was(tmp_path: Path)
         assert "damaged or not a run database" in " ".join(result.output.split())
         assert "Traceback" not in result.output
     assert damaged.read_bytes() == before
+
+
+def test_resuming_a_run_stopped_before_its_items_were_kept_keeps_them_once(tmp_path: Path) -> None:
+    model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
+    manager, storage = manager_on(tmp_path / "runs.sqlite", model)
+    try:
+        manager.start("r", problem=PROBLEM, gold_answer="18", config=CONFIG,
+                      backend=BackendSpec(), show_progress=False)  # fmt: skip
+        memory = LifelongMemory(storage.store(), "arith")  # type: ignore[attr-defined]
+        kept = memory.items()
+        for item in kept:  # as if the process died after the run's end, before its memory
+            storage.store().delete(memory.namespace, item["id"])  # type: ignore[attr-defined]
+        calls = len(model.log)
+        manager.resume("r", show_progress=False)
+        manager.resume("r", show_progress=False)
+        assert len(model.log) == calls  # a finished run makes no model call
+        assert [(i["id"], i["hits"]) for i in memory.items()] == [
+            (i["id"], i["hits"]) for i in kept
+        ]
+    finally:
+        storage.close()  # type: ignore[attr-defined]

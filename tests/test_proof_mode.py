@@ -145,3 +145,23 @@ def test_the_judge_uses_the_runs_own_rubric(tmp_path: Path) -> None:
         storage.close()
     judged = [c for c in model.log if c.role == "proof_judge"]
     assert judged and all(c.user.startswith("MY RUBRIC for Prove that") for c in judged)
+
+
+def test_a_finished_proof_run_left_ungraded_is_graded_on_resume(tmp_path: Path) -> None:
+    model = ScriptedChatModel(replies=GradedProofs())
+    storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
+    manager = RunManager(
+        storage, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
+    )
+    try:  # as if the process died between the run's end and its grading
+        manager.start("p1", problem=THEOREM, gold_answer=None, config=CONFIG,
+                      backend=BackendSpec(), show_progress=False)  # fmt: skip
+        storage.registry.db.write("update tmas_runs set gold_answer=? where run_id=?",
+                                  (REFERENCE, "p1"))  # fmt: skip
+        graded = manager.resume("p1", show_progress=False).state
+        again = manager.resume("p1", show_progress=False).state
+    finally:
+        storage.close()
+    assert graded["extras"]["proof_grade"]["correct"] is True
+    assert again["extras"]["proof_grade"] == graded["extras"]["proof_grade"]
+    assert len([c for c in model.log if c.role == "proof_judge"]) == 3  # graded once

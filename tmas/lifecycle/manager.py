@@ -24,7 +24,7 @@ from tmas.lifecycle.failures import solver_replay
 from tmas.lifecycle.history import iteration_records
 from tmas.lifecycle.memory_runs import seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
-from tmas.lifecycle.run_end import after_finish
+from tmas.lifecycle.run_end import after_finish, needs_after_finish
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.nodes.prompts import PromptSet
@@ -220,14 +220,21 @@ class RunManager:
         settings: tuple[dict[str, Any], dict[str, Any]] | None = None,
         stop: threading.Event | None = None,
     ) -> RunOutcome:
-        """Continue a saved run from its last checkpoint (a finished run is returned as is);
+        """Continue a saved run from its last checkpoint (a finished run is returned as is, its
+        memory items and proof grade saved if a stop came between its end and theirs);
         a run stopped because every solver call of an iteration failed makes those calls again.
 
         ``settings`` (config, backend) replace the saved ones first: corrected model settings
         after a run stopped on an unknown model, a moved server or a context too small."""
         record = self.registry.get(run_id)
         state = saved_state(self.storage, run_id)
-        if state.get("stop_reason"):
+        if state.get("stop_reason"):  # finished; what follows a finish is done (once) now
+            if needs_after_finish(TMASConfig(**record.config), state, record.gold_answer):
+                graph, config, spec = self.graph_for(
+                    record.config, record.backend, record.topology, max_concurrency
+                )
+                cfg, prompts = thread_config(run_id, config), PromptSet(spec.prompts)
+                state = after_finish(self, record, graph, cfg, config, state, prompts)
             return RunOutcome(run_id, state)
         if record.status == "running" and record.process_alive():
             raise RunBusyError(

@@ -15,6 +15,20 @@ from tmas.nodes.prompts import PromptSet
 from tmas.storage.run_registry import RunRecord
 
 
+def needs_after_finish(config: TMASConfig, state: dict[str, Any], reference: str | None) -> bool:
+    """Whether a finished run has anything left to do: memory to keep (idempotent, so always
+    when it has a memory) or a proof grade not saved yet.
+
+    Example:
+        >>> needs_after_finish(TMASConfig(), {"stop_reason": "max_iterations"}, None)
+        False
+        >>> needs_after_finish(TMASConfig(proof=True), {"extras": {}}, "a proof")
+        True
+    """
+    ungraded = config.proof and bool(reference) and "proof_grade" not in (state.get("extras") or {})
+    return config.memory is not None or ungraded
+
+
 def after_finish(
     manager: Any,
     record: RunRecord,
@@ -29,7 +43,7 @@ def after_finish(
     from tmas.lifecycle.manager import saved_state
 
     extras = final.get("extras") or {}
-    if config.proof and record.gold_answer and "proof_grade" not in extras:
+    if config.proof and record.gold_answer and "proof_grade" not in extras:  # graded once
         router = manager.router_factory(record.backend, config)
         grade = grade_proof_run(router, config, final, record.gold_answer, prompts)
         graph.update_state(cfg, {"extras": {"proof_grade": grade}, "usage": judge_usage(grade)})
