@@ -80,11 +80,12 @@ def summary(name: str, rows: list[dict[str, Any]]) -> str:
     half = len(rows) // 2
 
     def accuracy(part: list[dict[str, Any]]) -> str:
-        return f"{100 * mean(r['correct'] for r in part):5.1f}%" if part else "    -"
+        return f"{100 * mean(r['correct'] for r in part):7.1f}%" if part else f"{'-':>8}"
 
     tokens = mean(r["tokens_in"] + r["tokens_out"] for r in rows)
+    answered = sum(r["selected_answer"] is not None for r in rows)
     return (f"{name:<11} {accuracy(rows)} {accuracy(rows[:half])} {accuracy(rows[half:])} "
-            f"{tokens:>10.0f}")  # fmt: skip
+            f"{tokens:>14.0f} {answered:>5}/{len(rows)}")  # fmt: skip
 
 
 def main() -> None:
@@ -110,7 +111,8 @@ def main() -> None:
         timings[memory] = time.monotonic() - started
     print(f"{len(problems)} GSM8K problems in order, tmas N={args.n} M={args.m} T={args.t}, "
           f"{args.max_tokens}-token answers, model {args.model}")  # fmt: skip
-    print(f"{'':<11} {'all':>6} {'1st half':>6} {'2nd half':>6} {'tokens/problem':>10}")
+    print(f"{'':<11} {'all':>8} {'1st half':>8} {'2nd half':>8} {'tokens/problem':>14} "
+          f"{'answered':>8}")  # fmt: skip
     print(summary("memory off", results[False]))
     print(summary("memory on", results[True]))
     seeded = seeded_counts(db, results[True])

@@ -230,7 +230,7 @@ def test_an_evaluation_in_order_carries_memory_from_problem_to_problem(tmp_path:
     from tmas.lifecycle.manager import saved_state
     from tmas.testing.fake_openai_server import FakeOpenAIServer
 
-    rows = [{"id": f"p{i}", "problem": f"Check the arithmetic of step {i}: what is {i} + {i}?",
+    rows = [{"id": f"p{i}", "problem": f"Keep the units of step {i}: what is {i} + {i}?",
              "answer": str(2 * i)} for i in range(1, 4)]  # fmt: skip
     data = tmp_path / "d.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")

@@ -153,6 +153,11 @@ class TMASConfig(BaseModel):
         le=1.0,
         description="the verification score a rollout needs for its items to enter the memory",
     )
+    memory_types: list[Literal["conclusion", "pitfall", "note", "strategy"]] = Field(
+        default_factory=lambda: ["pitfall", "strategy"],
+        description="the item types a memory keeps: pitfalls and strategies carry over to "
+        "other problems; conclusions and notes state facts of their own problem",
+    )
     memory_cap: int = Field(
         default=500, ge=1, le=100_000, description="items a memory namespace keeps at most"
     )

@@ -25,6 +25,7 @@ def open_memory(storage: Storage, config: TMASConfig) -> LifelongMemory | None:
         cap=config.memory_cap,
         threshold=config.dedup_threshold,
         min_score=config.memory_min_score,
+        types=config.memory_types,
     )
 
 

@@ -1,7 +1,8 @@
 """Lifelong memory: experience and guideline items kept across problems in a LangGraph Store
 (the run database's own: SQLite or PostgreSQL), one namespace per memory name.
 
-Items enter only from well-verified rollouts (a verification score at or above a threshold),
+Items enter only from well-verified rollouts (a verification score at or above a threshold)
+and only of the types that carry over to other problems (pitfalls and strategies),
 near-duplicates reinforce an existing item instead of adding one, and a namespace keeps at
 most ``cap`` items (the least reinforced, least used, oldest go first). Every write is keyed
 by the run it comes from, so admitting a run's items again (a resumed run) changes nothing.
@@ -37,6 +38,9 @@ ROOT = "tmas_memory"
 KINDS = ("experience", "guideline")
 PAGE = 1_000
 PROBLEM_CHARS = 300  # of the source problem kept as provenance
+# What carries over to another problem: failure patterns and strategies. Conclusions and notes
+# state facts of their own problem ("Janet's ducks lay 16 eggs per day") and stay with it.
+TRANSFERABLE = ("pitfall", "strategy")
 
 
 class LifelongMemoryError(LookupError):
@@ -59,6 +63,19 @@ def _tokens(text: str) -> list[str]:
         ['capital', 'france']
     """
     return [word for word in re.findall(r"[a-z0-9]+", text.lower()) if word not in STOPWORDS]
+
+
+def item_type(proposal: Mapping[str, Any]) -> str:
+    """What an item says: an experience's ``conclusion``, ``pitfall`` or ``note``; a
+    guideline's ``strategy``.
+
+    Example:
+        >>> item_type({"kind": "guideline"}), item_type({"kind": "experience", "type": "pitfall"})
+        ('strategy', 'pitfall')
+    """
+    if proposal["kind"] == "guideline":
+        return "strategy"
+    return str(proposal.get("type") or "note")
 
 
 def namespaces(store: BaseStore) -> list[str]:
@@ -86,6 +103,7 @@ class LifelongMemory:
         cap: int = 500,
         threshold: float = 0.6,
         min_score: float = 0.75,
+        types: Sequence[str] = TRANSFERABLE,
         clock: Any = time.time,
     ) -> None:
         self.store = store
@@ -94,6 +112,7 @@ class LifelongMemory:
         self.cap = cap
         self.threshold = threshold
         self.min_score = min_score
+        self.types = tuple(types)
         self.clock = clock
 
     # -- reading -------------------------------------------------------------------------------
@@ -158,6 +177,8 @@ class LifelongMemory:
             text = str(proposal.get("text", "")).strip()
             if not text or score is None or score < self.min_score:
                 continue
+            if item_type(proposal) not in self.types:
+                continue
             same_kind = [item for item in items if item["kind"] == proposal["kind"]]
             if any(run_id in item["runs"] for item in same_kind if item["text"] == text):
                 continue  # this run's own item, admitted before
@@ -185,7 +206,7 @@ class LifelongMemory:
         return {
             "id": f"{run_id}.{kind[0]}{iteration}.{source}.{sha1(text.encode()).hexdigest()[:8]}",
             "kind": kind,
-            "type": proposal.get("type") or ("strategy" if kind == "guideline" else "note"),
+            "type": item_type(proposal),
             "text": text,
             "score": score,
             "provenance": {

@@ -263,8 +263,31 @@ def open_store(conn: sqlite3.Connection) -> SqliteStore:
 
     path = _location(conn)
     store = SqliteStore(connect(path, autocommit=True) if path != ":memory:" else conn)
-    try:
-        store.setup()
-    except sqlite3.DatabaseError as exc:
-        raise StorageError(describe_database_error(exc, path)) from None
+    for attempt in range(STORE_SETUP_ATTEMPTS):
+        try:
+            store.setup()
+            return store
+        except sqlite3.DatabaseError as exc:
+            if not _setup_race(exc) or attempt == STORE_SETUP_ATTEMPTS - 1:
+                raise StorageError(describe_database_error(exc, path)) from None
+            time.sleep(0.05 * (attempt + 1))  # another connection is creating the same tables
     return store
+
+
+STORE_SETUP_ATTEMPTS = 20
+
+
+def _setup_race(exc: sqlite3.DatabaseError) -> bool:
+    """Whether creating the store's tables failed because another connection was creating them
+    at the same moment (a migration recorded or a column added twice): then try again.
+
+    Example:
+        >>> _setup_race(sqlite3.IntegrityError("UNIQUE constraint failed: store_migrations.v"))
+        True
+        >>> _setup_race(sqlite3.DatabaseError("file is not a database"))
+        False
+    """
+    text = str(exc)
+    return isinstance(exc, sqlite3.IntegrityError) or any(
+        marker in text for marker in ("duplicate column", "already exists")
+    )
