@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from openai import OpenAI
@@ -86,6 +87,20 @@ def scripted_model(latency: float, count_file: Path) -> Iterator[str]:
 
 
 @contextmanager
+def api_process(command: list[str], port: int, **options: Any) -> Iterator[str]:
+    """``command`` in its own process, serving on ``port``: its API URL once ``/health``
+    answers; stopped on exit."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               **options)  # fmt: skip
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/health", process)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=60)
+
+
+@contextmanager
 def tmas_server(base_url: str, db: Path, max_runs: int) -> Iterator[str]:
     """``tmas serve`` in its own process in front of ``base_url``; yields its API URL."""
     port = free_port()
@@ -94,13 +109,8 @@ def tmas_server(base_url: str, db: Path, max_runs: int) -> Iterator[str]:
         "majority_vote", "--base-url", base_url, "--model", "scripted", "--db", str(db),
         "--port", str(port), "--max-concurrent-runs", str(max_runs),
     ]  # fmt: skip
-    process = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/health", process)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    with api_process(command, port) as api:
+        yield api
 
 
 def backend_calls(count_file: Path) -> int:
@@ -186,14 +196,8 @@ def optillm_proxy(executable: str, base_url: str, work: Path) -> Iterator[str]:
     env = {key: value for key, value in os.environ.items() if key != "OPTILLM_API_KEY"}
     env["OPENAI_API_KEY"] = "sk-unused"
     command = [executable, "--base-url", base_url, "--port", str(port)]
-    process = subprocess.Popen(command, env=env, cwd=work, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)  # fmt: skip
-    try:
-        wait_until_up(f"http://127.0.0.1:{port}/health", process)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        process.wait(timeout=60)
+    with api_process(command, port, env=env, cwd=work) as api:
+        yield api
 
 
 def show_vote(name: str, result: dict, latency: float) -> None:
