@@ -141,7 +141,9 @@ def test_a_full_server_answers_429_and_serves_again_once_a_run_ends(tmp_path: Pa
 
 def test_a_client_that_leaves_a_plain_request_cancels_its_run(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    with FakeOpenAIServer(latency_s=0.2) as endpoint:
+    # Five model calls one after another (5 s): far longer than the client waits (0.5 s) plus
+    # the interval at which a waiting request looks for its client (0.5 s).
+    with FakeOpenAIServer(latency_s=1.0) as endpoint:
         with serving(scripted_service(endpoint, db)) as base_url:
             body = {"model": "tmas", "messages": user(), **SMALL_TMAS}
             with pytest.raises(httpx.ReadTimeout):

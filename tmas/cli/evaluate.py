@@ -54,8 +54,8 @@ from tmas.cli.common import (
 )
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
+    backend_values,
     build_backend,
-    engine_args,
     load_topology,
     role_settings,
     run_options,
@@ -152,19 +152,19 @@ def evaluate(
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
         given["memory"] = memory
         given["proof"] = proof or None
-        backend_values = dict(
-            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-            engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
-            engine_args=engine_args(
-                engine_arg, gpu_memory_utilization, tensor_parallel_size,
-                pipeline_parallel_size, dtype,
-            ),
-        )  # fmt: skip
+        backend_fields = backend_values(
+            backend=backend, model=model, base_url=base_url, n_ctx=n_ctx, threads=threads,
+            engine=engine, max_sequences=max_sequences, engine_arg=engine_arg,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size, dtype=dtype, adapter=adapter,
+            device=device,
+        )
         extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
         check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
         chooser = None
         if graph == AUTO:
-            spec = build_backend(**backend_values)
+            spec = build_backend(**backend_fields)
             chooser = make_chooser(
                 plan_space, reward_model, plans, orchestrator, allow_unseen_plans, spec, seed or 0
             )  # type: ignore[arg-type]
@@ -174,7 +174,7 @@ def evaluate(
             plugin = list(chooser.space.plugins) if chooser.space else []
         else:
             topology, config, spec = setup_run(
-                graph, plugin, given, set_values, role_model, role_base_url, backend_values,
+                graph, plugin, given, set_values, role_model, role_base_url, backend_fields,
                 prompts,
             )  # fmt: skip
         router = None if ray else checked_router(spec, config)  # Ray workers build their own

@@ -161,6 +161,44 @@ def engine_args(
     return options
 
 
+def backend_values(
+    *,
+    backend: str,
+    model: str | None,
+    base_url: str | None,
+    n_ctx: int,
+    threads: int | None,
+    engine: str,
+    max_sequences: int,
+    engine_arg: list[str],
+    gpu_memory_utilization: float | None,
+    tensor_parallel_size: int | None,
+    pipeline_parallel_size: int | None,
+    dtype: str | None,
+    adapter: str | None,
+    device: str | None,
+) -> dict[str, Any]:
+    """The backend fields the model options of ``solve``, ``eval`` and ``serve`` give.
+
+    Example:
+        >>> values = backend_values(
+        ...     backend="vllm", model="m", base_url=None, n_ctx=4096, threads=None,
+        ...     engine="batched", max_sequences=8, engine_arg=[], gpu_memory_utilization=0.5,
+        ...     tensor_parallel_size=None, pipeline_parallel_size=None, dtype=None,
+        ...     adapter=None, device=None)
+        >>> values["kind"], values["engine_args"]
+        ('vllm', {'gpu_memory_utilization': 0.5})
+    """
+    return dict(
+        kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
+        engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
+        engine_args=engine_args(
+            engine_arg, gpu_memory_utilization, tensor_parallel_size, pipeline_parallel_size,
+            dtype,
+        ),
+    )  # fmt: skip
+
+
 def build_backend(**values: Any) -> BackendSpec:
     """The backend settings, with the default local model resolved to a name (a base URL
     makes the backend an OpenAI-compatible one)."""

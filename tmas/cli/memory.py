@@ -15,7 +15,10 @@ from tmas.cli.common import DbOption, fail, open_manager, out
 from tmas.memory.lifelong import LifelongMemory, LifelongMemoryError, namespaces
 from tmas.terminal import plain
 
-memory_app = typer.Typer(no_args_is_help=True, help="Lifelong memories across problems: list, show, prune, export, import.")
+memory_app = typer.Typer(
+    no_args_is_help=True,
+    help="Lifelong memories across problems: list, show, prune, export, import.",
+)
 NameArgument = Annotated[str, typer.Argument(help="the memory's name (as given to --memory)")]
 
 

@@ -3,7 +3,6 @@ server (``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /v1/runs/{id}``
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from typing import Annotated
 
@@ -36,17 +35,11 @@ from tmas.cli.common import (
     fail,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import build_backend, engine_args, role_settings
+from tmas.cli.inputs import backend_values, build_backend, role_settings
 from tmas.config import TMASConfig
+from tmas.llm.hosts import is_loopback
 from tmas.llm.model_files import ModelFileError
 from tmas.serve.topologies import offered_topologies
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def serve(
@@ -114,14 +107,14 @@ def serve(
     if on_disconnect not in ("cancel", "finish"):
         fail(f"--on-disconnect must be cancel or finish, not {on_disconnect!r}")
     try:
-        spec = build_backend(
-            kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-            engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
-            engine_args=engine_args(
-                engine_arg, gpu_memory_utilization, tensor_parallel_size,
-                pipeline_parallel_size, dtype,
-            ),
-        )  # fmt: skip
+        spec = build_backend(**backend_values(
+            backend=backend, model=model, base_url=base_url, n_ctx=n_ctx, threads=threads,
+            engine=engine, max_sequences=max_sequences, engine_arg=engine_arg,
+            gpu_memory_utilization=gpu_memory_utilization,
+            tensor_parallel_size=tensor_parallel_size,
+            pipeline_parallel_size=pipeline_parallel_size, dtype=dtype, adapter=adapter,
+            device=device,
+        ))  # fmt: skip
         roles = role_settings(role_model, role_base_url)
         topologies = offered_topologies(graph, plugin, spec.kind, bundled=bundled)
         if not topologies:
@@ -131,7 +124,7 @@ def serve(
         fail(error_line(exc))
         return
     check_database(db)
-    if not _is_loopback(host) and api_key is None:
+    if not is_loopback(host) and api_key is None:
         err.print(f"warning: listening on {host} without --api-key: anyone who reaches it can "
                   "run models", markup=False)  # fmt: skip
     limits = ServeLimits(max_concurrent_runs, max_request_bytes, max_calls_per_request, max_n)

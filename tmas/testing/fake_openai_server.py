@@ -7,7 +7,6 @@ Run it in-process (``with FakeOpenAIServer() as server: ...``) or as a process::
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import socket
 import sys
@@ -19,6 +18,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tmas.llm.hosts import is_loopback
 from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
 from tmas.testing.chat_payloads import count_words, send_stream, text_of
 from tmas.testing.latency import LogNormalLatency, latency_model
@@ -27,15 +27,6 @@ from tmas.testing.scripted import ScriptedReplies, scripted_reply
 MODEL_NAME = "scripted"
 MAX_STORED_REQUESTS = 1000
 MAX_BODY_BYTES = 8 * 1024 * 1024
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -166,7 +157,7 @@ class FakeOpenAIServer:
         max_context_tokens: int | None = None,
         latency_of: Callable[[dict[str, Any]], float] | None = None,
     ) -> None:
-        if not _is_loopback(host):
+        if not is_loopback(host):
             raise ValueError(f"FakeOpenAIServer binds loopback addresses only, not {host!r}")
         self.latency = latency_model(latency_s)
         self.replies = replies if replies is not None else ScriptedReplies()
@@ -196,7 +187,7 @@ class FakeOpenAIServer:
             return self
         cls = _HTTPServer6 if ":" in self.host else _HTTPServer
         httpd = cls((self.host, self.port), _Handler)
-        if not _is_loopback(str(httpd.server_address[0])):  # e.g. an odd "localhost" entry
+        if not is_loopback(str(httpd.server_address[0])):  # e.g. an odd "localhost" entry
             httpd.server_close()
             raise ValueError(f"{self.host!r} did not resolve to a loopback address")
         httpd.fake = self
