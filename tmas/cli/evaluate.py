@@ -152,14 +152,7 @@ def evaluate(
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
         given["memory"] = memory
         given["proof"] = proof or None
-        backend_fields = backend_values(
-            backend=backend, model=model, base_url=base_url, n_ctx=n_ctx, threads=threads,
-            engine=engine, max_sequences=max_sequences, engine_arg=engine_arg,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            pipeline_parallel_size=pipeline_parallel_size, dtype=dtype, adapter=adapter,
-            device=device,
-        )
+        backend_fields = backend_values(locals())
         extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
         check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
         chooser = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -161,42 +161,32 @@ def engine_args(
     return options
 
 
-def backend_values(
-    *,
-    backend: str,
-    model: str | None,
-    base_url: str | None,
-    n_ctx: int,
-    threads: int | None,
-    engine: str,
-    max_sequences: int,
-    engine_arg: list[str],
-    gpu_memory_utilization: float | None,
-    tensor_parallel_size: int | None,
-    pipeline_parallel_size: int | None,
-    dtype: str | None,
-    adapter: str | None,
-    device: str | None,
-) -> dict[str, Any]:
-    """The backend fields the model options of ``solve``, ``eval`` and ``serve`` give.
+def backend_values(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The backend fields from the model options of ``solve``, ``eval`` or ``serve`` (the
+    command's ``locals()``: its parameters carry the options' names).
 
     Example:
-        >>> values = backend_values(
+        >>> values = backend_values(dict(
         ...     backend="vllm", model="m", base_url=None, n_ctx=4096, threads=None,
         ...     engine="batched", max_sequences=8, engine_arg=[], gpu_memory_utilization=0.5,
         ...     tensor_parallel_size=None, pipeline_parallel_size=None, dtype=None,
-        ...     adapter=None, device=None)
+        ...     adapter=None, device=None))
         >>> values["kind"], values["engine_args"]
         ('vllm', {'gpu_memory_utilization': 0.5})
     """
-    return dict(
-        kind=backend, model=model, base_url=base_url, n_ctx=n_ctx, n_threads=threads,
-        engine=engine, max_sequences=max_sequences, adapter=adapter, device=device,
-        engine_args=engine_args(
-            engine_arg, gpu_memory_utilization, tensor_parallel_size, pipeline_parallel_size,
-            dtype,
+    named = ("model", "base_url", "n_ctx", "engine", "max_sequences", "adapter", "device")
+    return {
+        "kind": options["backend"],
+        "n_threads": options["threads"],
+        **{name: options[name] for name in named},
+        "engine_args": engine_args(
+            options["engine_arg"],
+            options["gpu_memory_utilization"],
+            options["tensor_parallel_size"],
+            options["pipeline_parallel_size"],
+            options["dtype"],
         ),
-    )  # fmt: skip
+    }
 
 
 def build_backend(**values: Any) -> BackendSpec:

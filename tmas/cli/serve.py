@@ -107,14 +107,7 @@ def serve(
     if on_disconnect not in ("cancel", "finish"):
         fail(f"--on-disconnect must be cancel or finish, not {on_disconnect!r}")
     try:
-        spec = build_backend(**backend_values(
-            backend=backend, model=model, base_url=base_url, n_ctx=n_ctx, threads=threads,
-            engine=engine, max_sequences=max_sequences, engine_arg=engine_arg,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            pipeline_parallel_size=pipeline_parallel_size, dtype=dtype, adapter=adapter,
-            device=device,
-        ))  # fmt: skip
+        spec = build_backend(**backend_values(locals()))
         roles = role_settings(role_model, role_base_url)
         topologies = offered_topologies(graph, plugin, spec.kind, bundled=bundled)
         if not topologies:

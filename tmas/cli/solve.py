@@ -132,14 +132,7 @@ def solve(
         given["memory"] = memory
         given["proof"] = proof or None
         gold = proof_reference(proof, gold, reference)
-        backend_fields = backend_values(
-            backend=backend, model=model, base_url=base_url, n_ctx=n_ctx, threads=threads,
-            engine=engine, max_sequences=max_sequences, engine_arg=engine_arg,
-            gpu_memory_utilization=gpu_memory_utilization,
-            tensor_parallel_size=tensor_parallel_size,
-            pipeline_parallel_size=pipeline_parallel_size, dtype=dtype, adapter=adapter,
-            device=device,
-        )
+        backend_fields = backend_values(locals())
         extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
         check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
         plan_choice = None
