@@ -68,7 +68,8 @@ class TemporaryPostgres:
     def _run(self, *args: str) -> None:
         command = [str(self.bin_dir / args[0]), *args[1:]]
         if self._as_postgres:
-            command = ["runuser", "-u", "postgres", "--", *command]
+            runuser = shutil.which("runuser", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
+            command = [runuser or "runuser", "-u", "postgres", "--", *command]
         subprocess.run(command, check=True, capture_output=True, timeout=120)
 
     def start(self) -> TemporaryPostgres:
