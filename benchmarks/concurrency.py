@@ -48,7 +48,7 @@ def serving(latency: float, in_process: bool) -> Iterator[str]:
         with FakeOpenAIServer(latency_s=latency) as server:
             yield server.base_url
         return
-    command = [sys.executable, "-m", "tmas.testing.fake_openai_server", "--port", "0"]
+    command = [sys.executable, "-m", "tmas.testing.fake_openai_main", "--port", "0"]
     process = subprocess.Popen(
         [*command, "--latency", str(latency)], stdout=subprocess.PIPE, text=True
     )

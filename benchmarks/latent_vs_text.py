@@ -59,7 +59,7 @@ def measured(out: Path, wall: float) -> dict[str, float]:
     """Accuracy, tokens per problem (decoded, and latent steps) and wall time per problem."""
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     latent = 0
-    from tmas.lifecycle.manager import saved_state
+    from tmas.lifecycle.history import saved_state
     from tmas.storage.sqlite import connect
 
     connection = connect(out.parent / "runs.sqlite")

@@ -23,7 +23,7 @@ from statistics import mean
 from typing import Any
 
 from tmas.eval.data import load_problems
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import open_storage
 

@@ -75,7 +75,7 @@ def wait_until_up(url: str, process: subprocess.Popen, timeout_s: float = 120) -
 def scripted_model(latency: float, count_file: Path) -> Iterator[str]:
     """The base URL of a scripted model in its own process, counting its requests."""
     command = [
-        sys.executable, "-m", "tmas.testing.fake_openai_server", "--port", "0",
+        sys.executable, "-m", "tmas.testing.fake_openai_main", "--port", "0",
         "--latency", str(latency), "--count-file", str(count_file), "--answers", "18",
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)

@@ -129,7 +129,7 @@ def solve_command(db: Path, run_id: str) -> list[str]:
 
 
 def saved(db: Path, run_id: str) -> dict:
-    from tmas.lifecycle.manager import saved_state
+    from tmas.lifecycle.history import saved_state
     from tmas.storage.sqlite import connect
 
     return saved_state(connect(db), run_id)

@@ -19,7 +19,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.storage import open_storage
 from tmas.storage.sqlite import StorageError, connect, open_checkpointer, strict_serializer
 from tmas.testing.fake_chat import ScriptedChatModel

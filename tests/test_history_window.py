@@ -8,8 +8,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.lifecycle.history import iteration_records
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import iteration_records, saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.storage.sqlite import connect

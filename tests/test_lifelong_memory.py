@@ -227,7 +227,7 @@ def test_an_evaluation_in_order_carries_memory_from_problem_to_problem(tmp_path:
 
     from tmas.cli import app
     from tmas.eval.job import eval_run_id
-    from tmas.lifecycle.manager import saved_state
+    from tmas.lifecycle.history import saved_state
     from tmas.testing.fake_openai_server import FakeOpenAIServer
 
     rows = [{"id": f"p{i}", "problem": f"Keep the units of step {i}: what is {i} + {i}?",
@@ -257,7 +257,7 @@ def test_an_evaluation_in_order_carries_memory_from_problem_to_problem(tmp_path:
 
 
 def test_served_requests_share_the_servers_memory(tmp_path: Path) -> None:
-    from tmas.lifecycle.manager import saved_state
+    from tmas.lifecycle.history import saved_state
     from tmas.serve import ChatService
 
     db = tmp_path / "runs.sqlite"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner, Result
 from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer

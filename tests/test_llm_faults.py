@@ -23,14 +23,15 @@ from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
-from tmas.lifecycle.failures import (
+from tmas.graphs.call_failures import (
     AllSolverCallsFailed,
     RecordFailures,
     attempt_number,
     retry_policy,
 )
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.graphs.compiler import compile_spec
+from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.errors import ModelCallError, is_transient
 from tmas.llm.openai_compat import make_openai_chat_model

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kill_helpers import CALLS_PER_ITERATION, CONCURRENCY, N, T, resume_command, solve_command
 
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.seeding import derive_seed
 from tmas.storage.sqlite import connect
 from tmas.testing.fake_openai_server import FakeOpenAIServer

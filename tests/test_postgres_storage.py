@@ -13,7 +13,8 @@ from typer.testing import CliRunner, Result
 
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.storage import open_storage

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kill_helpers import CALLS_PER_ITERATION, CONCURRENCY, T, resume_command, solve_command
 
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.storage.sqlite import connect
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

@@ -17,8 +17,8 @@ from typer.testing import CliRunner, Result
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.lifecycle.history import iteration_records
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import iteration_records, saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.roles import Role

@@ -16,8 +16,9 @@ from typer.testing import CliRunner, Result
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import registry
+from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.compiler import compile_spec
-from tmas.graphs.registry import NODE_TYPES, ensure_builtins, load_plugin
+from tmas.graphs.registry import load_plugin
 from tmas.graphs.spec import SpecError, load_spec_file, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
@@ -65,7 +66,6 @@ SPEC = {
 @pytest.fixture
 def isolated_registry() -> Iterator[None]:
     """The node registries are restored after the test."""
-    ensure_builtins()
     saved_nodes = dict(NODE_TYPES)
     yield
     NODE_TYPES.clear()

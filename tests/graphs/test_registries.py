@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import tmas
+import tmas.graphs.catalog  # noqa: F401 - the built-in node types, registered
 from tests.cli_helpers import db_path, digest, invoke
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import solver_nodes, spec_uses_store
@@ -19,7 +20,6 @@ from tmas.graphs.registry import (
     PLANNERS,
     STOP_CONDITIONS,
     PlanChoice,
-    ensure_builtins,
     register_node,
     register_planner,
     register_prompts,
@@ -38,7 +38,6 @@ SMALL = {"n_candidates": 3, "n_verifications": 1, "max_iterations": 3}
 @pytest.fixture
 def registries() -> Iterator[None]:
     """Registrations made by a test are forgotten after it."""
-    ensure_builtins()
     saved = (dict(NODE_TYPES), dict(PLANNERS), dict(STOP_CONDITIONS), dict(_REGISTERED))
     yield
     for table, before in zip(

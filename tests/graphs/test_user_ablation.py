@@ -19,7 +19,7 @@ from tmas.graphs.bundled import bundled_dir
 from tmas.graphs.pipeline import bodies
 from tmas.graphs.spec import GraphSpec, load_spec_file
 from tmas.graphs.validate import validate_spec
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.storage.run_registry import RunRegistry
 from tmas.storage.sqlite import connect
 from tmas.testing.fake_openai_server import FakeOpenAIServer

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 import tmas
 from tmas.cli import app
 from tmas.config import TMASConfig
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.llm.vllm.async_engine import VLLMEngine, shutdown_engines
 from tmas.llm.vllm.chat import ChatVLLM
 from tmas.llm.vllm.models import in_process_chat_model

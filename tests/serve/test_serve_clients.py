@@ -13,7 +13,7 @@ from langchain_openai import ChatOpenAI
 from openai import AsyncOpenAI, OpenAI
 from serve_helpers import SMALL_TMAS, SMALL_TMAS_CALLS, scripted_service, serving, user
 
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.serve import ServeLimits
 from tmas.storage import open_storage
 from tmas.testing.fake_openai_server import FakeOpenAIServer

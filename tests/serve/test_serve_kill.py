@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.storage import open_storage
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

@@ -190,7 +190,7 @@ def test_cli_serves_and_writes_count_file(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-m",
-        "tmas.testing.fake_openai_server",
+        "tmas.testing.fake_openai_main",
         "--port",
         "0",
         "--latency",

@@ -40,7 +40,7 @@ def test_two_steps_lower_the_loss_and_the_adapter_changes_latent_mas(tmp_path: P
     assert more["steps"] == 3 and more["resumed_from"].endswith("checkpoint-2")
     assert more["loss_before"] == record["loss_before"]
 
-    from tmas.lifecycle.manager import saved_state
+    from tmas.lifecycle.history import saved_state
     from tmas.storage.sqlite import connect
 
     answers, db = {}, tmp_path / "runs.sqlite"

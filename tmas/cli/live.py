@@ -13,8 +13,8 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from tmas.lifecycle.events import TEXT_LIMIT, describe_event
 from tmas.lifecycle.review import BankEditError, banks_as_json, banks_from_json
+from tmas.nodes.events import TEXT_LIMIT, describe_event
 from tmas.terminal import plain
 
 

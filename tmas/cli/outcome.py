@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 from typing import Any
 
@@ -13,11 +12,9 @@ from rich.markup import escape
 from tmas.cli.common import err, fail, out
 from tmas.cli.live import event_printer, terminal_reviewer
 from tmas.cli.tables import iteration_table, usage_table
+from tmas.lifecycle.failure_text import failure_message
 from tmas.lifecycle.manager import RunBusyError, RunManager, RunOutcome
-from tmas.llm.errors import ModelCallError
-from tmas.llm.model_files import ModelFileError
 from tmas.nodes.control.selection_rules import selection_of
-from tmas.storage.sqlite import StorageError, describe_database_error
 from tmas.terminal import plain
 
 
@@ -95,22 +92,6 @@ def _saved(manager: RunManager, run_id: str) -> bool:
         return manager.registry.exists(run_id)
     except Exception:  # noqa: BLE001 - only decides which hint to print
         return False
-
-
-def failure_message(exc: BaseException, location: str) -> str:
-    """What to print for a run that failed with ``exc`` (the run database is at ``location``).
-
-    Example:
-        >>> failure_message(RuntimeError("boom"), "runs.sqlite")
-        'RuntimeError: boom'
-        >>> failure_message(sqlite3.DatabaseError("database disk image is malformed"), "r.sqlite")
-        'run database r.sqlite is damaged or not a run database: database disk image is malformed'
-    """
-    if isinstance(exc, sqlite3.DatabaseError):
-        return describe_database_error(exc, location)
-    if isinstance(exc, ModelFileError | ValueError | StorageError | ModelCallError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def drive(action: Any, run_id: str, manager: RunManager) -> RunOutcome:

@@ -27,7 +27,7 @@ from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import engine_args, revised_settings
 from tmas.cli.outcome import drive, finish, live_options
 from tmas.config import TMASConfig
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.run_registry import UnknownRunError
 

@@ -8,7 +8,7 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.tables import runs_table
-from tmas.lifecycle.manager import saved_state
+from tmas.lifecycle.history import saved_state
 
 
 def runs(db: DbOption = None) -> None:

@@ -16,7 +16,8 @@ from tmas.cli.common import (
 )
 from tmas.cli.outcome import finish
 from tmas.cli.tables import customisation_lines
-from tmas.lifecycle.manager import RunOutcome, saved_state
+from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.manager import RunOutcome
 from tmas.storage.run_registry import UnknownRunError
 from tmas.terminal import plain
 

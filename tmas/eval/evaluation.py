@@ -27,8 +27,8 @@ from tmas.eval.identity import (
 )
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.results import ANSWERED, summarize
+from tmas.graphs.catalog import run_plugins
 from tmas.graphs.compiler import compile_spec
-from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec, make_router

@@ -16,7 +16,8 @@ from tmas.eval.data import Problem
 from tmas.eval.identity import identity_changes, run_identity
 from tmas.eval.results import result_row
 from tmas.graphs.spec import GraphSpec
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter

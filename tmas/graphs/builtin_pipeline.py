@@ -8,7 +8,6 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.graphs.builtin import per_candidate
-from tmas.graphs.compiler import compile_body
 from tmas.graphs.pipeline import PIPELINE, body_from, candidate_tasks
 from tmas.graphs.registry import NodeContext, register_node, register_tasks
 
@@ -17,4 +16,6 @@ register_tasks("candidate_tasks", count=per_candidate, label="N")(candidate_task
 
 @register_node(PIPELINE)
 def _pipeline(ctx: NodeContext, spec: str | dict[str, Any]) -> CompiledStateGraph:
-    return compile_body(body_from(spec, PIPELINE), ctx)
+    if ctx.compile_body is None:
+        raise ValueError("a pipeline node is built by the topology compiler")
+    return ctx.compile_body(body_from(spec, PIPELINE))

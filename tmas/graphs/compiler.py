@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from langgraph._internal._runnable import RunnableCallable
@@ -14,12 +16,13 @@ from langgraph.types import RetryPolicy, Send
 
 from tmas.config import TMASConfig
 from tmas.graphs import spec as spec_names
+from tmas.graphs.call_failures import RequireCandidate, record_failures, retry_policy
+from tmas.graphs.catalog import NODE_TYPES, TASK_BUILDERS
 from tmas.graphs.pipeline import bodies
-from tmas.graphs.registry import NODE_TYPES, TASK_BUILDERS, NodeContext, ensure_builtins
+from tmas.graphs.registry import NodeContext
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
 from tmas.graphs.validate import plain_sources, validate_spec
-from tmas.lifecycle.failures import RequireCandidate, record_failures, retry_policy
 from tmas.llm.router import ModelRouter
 from tmas.nodes.control.stop_rules import (
     RecordStop,
@@ -66,7 +69,7 @@ def with_async(action: Any, name: str) -> Any:
     plain function in a thread under ``astream``).
 
     Example:
-        >>> from tmas.lifecycle.failures import RequireCandidate
+        >>> from tmas.graphs.call_failures import RequireCandidate
         >>> type(with_async(RequireCandidate(print), "update_banks")).__name__
         'RunnableCallable'
         >>> with_async(print, "update_banks") is print
@@ -89,7 +92,6 @@ def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
         >>> nodes_where(load_bundled("tmas"), "produces_candidates")
         ['candidate']
     """
-    ensure_builtins()
     inner = {node_id: bool(nodes_where(body, trait)) for node_id, body in bodies(spec).items()}
     return [
         node.id
@@ -206,6 +208,7 @@ def build_graph(
     for node in spec.nodes:
         node_router = router.for_role(node.role) if node.role else router
         context = NodeContext(config=config, router=node_router, prompts=prompts)
+        context = replace(context, compile_body=functools.partial(compile_body, context=context))
         action = _action(node, spec, context, guarded)
         graph.add_node(node.id, action, retry_policy=_retry(node, config))
     for edge in spec.edges:

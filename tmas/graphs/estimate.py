@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmas.config import TMASConfig
+from tmas.graphs.catalog import NODE_TYPES, TASK_SIZES
 from tmas.graphs.pipeline import body_of, is_pipeline
-from tmas.graphs.registry import NODE_TYPES, TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.nodes.control.iteration import round_size
 from tmas.nodes.control.stop_rules import early_conditions
@@ -116,7 +116,6 @@ def estimate_run_calls(spec: GraphSpec, config: TMASConfig) -> CallEstimate:
         >>> str(estimate_run_calls(load_bundled("delm"), config))
         '<=26'
     """
-    ensure_builtins()
     looped = any(edge.until for edge in spec.edges)
     final_round = _final_round_size(spec)
     total, exact, bound = 0, not _may_stop_early(spec, config), True

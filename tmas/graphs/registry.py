@@ -16,19 +16,17 @@ in a spec; their names and annotated types are checked with the spec, before any
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.graphs.pipeline import bodies
 from tmas.llm.router import ModelRouter
 from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
 from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
 from tmas.nodes.prompts import PromptSet, register_prompts
-from tmas.plugins import load_plugin, module_of, plugin_of
+from tmas.plugins import load_plugin
 from tmas.registration import keyword_problems, register_in
 from tmas.roles import register_role
 
@@ -44,7 +42,6 @@ __all__ = [
     "PlanChoice",
     "PlanRequest",
     "TaskSize",
-    "ensure_builtins",
     "load_plugin",
     "register_node",
     "register_planner",
@@ -74,11 +71,13 @@ class TaskSize:
 @dataclass(frozen=True)
 class NodeContext:
     """What a node factory may use: the run's config, its model router (already set to the
-    node's ``role:`` when the spec gives one) and the run's prompt templates."""
+    node's ``role:`` when the spec gives one) and the run's prompt templates; ``compile_body``
+    compiles a pipeline node's body with the same settings (the compiler sets it)."""
 
     config: TMASConfig
     router: ModelRouter
     prompts: PromptSet = field(default_factory=PromptSet)
+    compile_body: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +115,7 @@ class NodeType:
         the wrong type, missing required ones, and what ``check_params`` finds.
 
         Example:
-            >>> ensure_builtins()
+            >>> from tmas.graphs.catalog import NODE_TYPES
             >>> NODE_TYPES["record_iteration"].param_problems({"selection": "vote_last", "k": 2})
             ["parameter 'k' is not taken (it takes: selection)"]
             >>> NODE_TYPES["start_iteration"].param_problems({"planner": "refine", "k": 2})
@@ -207,50 +206,3 @@ def register_tasks(
         return builder
 
     return decorate
-
-
-def registrations_used(spec: Any) -> list[Any]:
-    """What ``spec`` uses of the registries: node factories, task builders, planners,
-    selection rules and stop conditions named by it or its pipelines' bodies (unknown names
-    left out)."""
-    ensure_builtins()
-    used: list[Any] = []
-    for node in spec.nodes:
-        used.append(getattr(NODE_TYPES.get(node.type), "factory", None))
-        used.append(getattr(PLANNERS.get(str(node.params.get("planner", ""))), "plan", None))
-        used.append(SELECTION_RULES.get(str(node.params.get("selection", ""))))
-    for edge in spec.edges:
-        used += [STOP_CONDITIONS.get(name) for name in edge.conditions]
-        if edge.fanout is not None and edge.fanout.tasks:
-            used.append(TASK_BUILDERS.get(edge.fanout.tasks))
-    for body in bodies(spec).values():
-        used += registrations_used(body)
-    return [item for item in used if item is not None]
-
-
-def run_plugins(spec: Any, plugins: Sequence[str] = ()) -> list[str]:
-    """The plugins a run of ``spec`` saves: those named (loaded, as :func:`load_plugin`
-    returns them), then the modules of any other registration the spec uses, so a resume
-    finds them all even when a caller imported a plugin by hand.
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> run_plugins(load_bundled("tmas"), ["tmas.roles"])
-        ['tmas.roles']
-    """
-    refs = [load_plugin(ref) for ref in plugins]
-    covered = {getattr(module_of(ref), "__name__", None) for ref in refs}
-    for item in registrations_used(spec):
-        module = getattr(item, "__module__", None)
-        if module in covered or (ref := plugin_of(item)) is None:
-            continue
-        covered.add(module)
-        refs.append(ref)
-    return list(dict.fromkeys(refs))
-
-
-def ensure_builtins() -> None:
-    """Load the built-in node types, task builders and stop conditions."""
-    importlib.import_module("tmas.graphs.builtin")
-    importlib.import_module("tmas.graphs.builtin_chains")
-    importlib.import_module("tmas.graphs.builtin_pipeline")

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import networkx as nx
 
-from tmas.graphs.pipeline import body_of, is_pipeline
-from tmas.graphs.registry import (
+from tmas.graphs.catalog import (
     NODE_TYPES,
     PLANNERS,
     STOP_CONDITIONS,
     TASK_BUILDERS,
-    ensure_builtins,
 )
+from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.spec import END, START, GraphSpec, SpecError
 from tmas.nodes.prompts import builtin_templates, override_problems
 from tmas.roles import BUILTIN_ROLES, declare_roles, declared_roles
@@ -266,7 +265,6 @@ def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     or end an iteration, and the pipeline is entered by fan-outs only. A valid spec's
     ``roles:`` are then declared (:mod:`tmas.roles`).
     """
-    ensure_builtins()
     problems = _spec_problems(spec, (spec.name,))
     if problems:
         raise SpecError(problems, source)

@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tmas.state import IterationRecord
+from tmas.storage import Storage, as_storage
 
 
 def latest_run_states(checkpointer: BaseCheckpointSaver, run_id: str) -> Iterator[dict[str, Any]]:
@@ -66,3 +67,19 @@ def iteration_records(checkpointer: BaseCheckpointSaver, run_id: str) -> list[It
         for record in values.get("history", []):
             records.setdefault(record["iteration"], record)
     return [records[i] for i in sorted(records)]
+
+
+def saved_state(
+    storage: Storage | Any, run_id: str, *, full_history: bool = True
+) -> dict[str, Any]:
+    """The latest checkpointed state of a run ({} before its first checkpoint) in ``storage``
+    (a Storage or a SQLite connection); with ``full_history``, ``history`` holds every
+    iteration's record (the state itself keeps the last few)."""
+    checkpointer = as_storage(storage).checkpointer
+    found = checkpointer.get_tuple({"configurable": {"thread_id": run_id}})
+    if not found:
+        return {}
+    state = dict(found.checkpoint["channel_values"])
+    if full_history and state.get("history"):
+        state["history"] = iteration_records(checkpointer, run_id)
+    return state

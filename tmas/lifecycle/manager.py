@@ -13,18 +13,18 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.catalog import run_plugins
 from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
-from tmas.graphs.registry import run_plugins
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.event_loop import run_to_end
-from tmas.lifecycle.failures import solver_replay
-from tmas.lifecycle.history import iteration_records
+from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.memory_runs import seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.lifecycle.run_end import after_finish, needs_after_finish
+from tmas.lifecycle.solver_replay import solver_replay
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.nodes.prompts import PromptSet
@@ -98,22 +98,6 @@ def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
     }
 
 
-def saved_state(
-    storage: Storage | Any, run_id: str, *, full_history: bool = True
-) -> dict[str, Any]:
-    """The latest checkpointed state of a run ({} before its first checkpoint) in ``storage``
-    (a Storage or a SQLite connection); with ``full_history``, ``history`` holds every
-    iteration's record (the state itself keeps the last few)."""
-    checkpointer = as_storage(storage).checkpointer
-    found = checkpointer.get_tuple({"configurable": {"thread_id": run_id}})
-    if not found:
-        return {}
-    state = dict(found.checkpoint["channel_values"])
-    if full_history and state.get("history"):
-        state["history"] = iteration_records(checkpointer, run_id)
-    return state
-
-
 class RunManager:
     """Creates, continues and inspects runs stored in one run database (a Storage, or a SQLite
     connection).
@@ -178,7 +162,7 @@ class RunManager:
         Its config is the topology's ``config:`` block under the fields ``config`` sets
         (:func:`tmas.graphs.settings.topology_config`).
 
-        ``on_event`` receives the agents' live events (:mod:`tmas.lifecycle.events`);
+        ``on_event`` receives the agents' live events (:mod:`tmas.nodes.events`);
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
         (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
         that chose it; ``origin`` names what started the run (``serve``), saved with it too.

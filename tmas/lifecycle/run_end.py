@@ -9,6 +9,7 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
+from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.memory_runs import remember
 from tmas.lifecycle.proof_grading import grade_proof_run, judge_usage
 from tmas.nodes.prompts import PromptSet
@@ -40,8 +41,6 @@ def after_finish(
 ) -> dict[str, Any]:
     """The finished run's state after grading (with the run's ``prompts``) and remembering
     (``manager``: the :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
-    from tmas.lifecycle.manager import saved_state
-
     extras = final.get("extras") or {}
     if config.proof and record.gold_answer and "proof_grade" not in extras:  # graded once
         router = manager.router_factory(record.backend, config)

@@ -7,8 +7,8 @@ from typing import Any
 
 from tmas.answers.parsing import Parsed, extract_answer
 from tmas.config import TMASConfig
-from tmas.lifecycle.events import emit
 from tmas.llm.router import Completion, ModelCall, ModelRouter
+from tmas.nodes.events import emit
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import Candidate, ParseIssue, RunState, failed

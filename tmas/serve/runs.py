@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.serve.api_errors import APIError
 from tmas.serve.completions import chosen_solution, openai_usage
 from tmas.storage import open_storage

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 
 from tmas.api import router_factory
-from tmas.cli.outcome import failure_message
 from tmas.config import RoleModel
 from tmas.graphs.spec import GraphSpec
+from tmas.lifecycle.failure_text import failure_message
 from tmas.lifecycle.manager import RunCancelled, RunManager
 from tmas.llm.backend import BackendSpec, custom_backend, make_router
 from tmas.serve.api_errors import APIError

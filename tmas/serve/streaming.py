@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from tmas.lifecycle.events import describe_event
+from tmas.nodes.events import describe_event
 from tmas.serve.api_errors import APIError
 from tmas.serve.completions import (
     chosen_solution,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tmas.storage import Storage, redact
+from tmas.storage.handle import Storage, redact
 from tmas.storage.run_registry import RunRegistry
 from tmas.storage.sql import PostgresSql
 from tmas.storage.sqlite import StorageError, strict_serializer

@@ -1,9 +1,10 @@
-"""``python -m tmas.testing.fake_openai_server``: the scripted server as a process, printing its
+"""``python -m tmas.testing.fake_openai_main``: the scripted server as a process, printing its
 base URL first and serving until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 from pathlib import Path
 
@@ -21,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve until SIGTERM or SIGINT, printing the base URL first.
 
     Example:
-        ``python -m tmas.testing.fake_openai_server --port 0 --answers 18,18,17``
+        ``python -m tmas.testing.fake_openai_main --port 0 --answers 18,18,17``
     """
     parser = argparse.ArgumentParser(description="Loopback OpenAI-compatible scripted server")
     add_server_arguments(parser, port=8123)
@@ -48,3 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     serve_until_signal(server)
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
 Run it in-process (``with FakeOpenAIServer() as server: ...``) or as a process::
 
-    python -m tmas.testing.fake_openai_server --port 8123 --latency 0.1 --count-file n.txt
+    python -m tmas.testing.fake_openai_main --port 8123 --latency 0.1 --count-file n.txt
 """
 
 from __future__ import annotations
@@ -358,8 +358,3 @@ class FakeOpenAIServer:
             with self._lock:
                 self._in_flight -= 1
 
-
-if __name__ == "__main__":
-    from tmas.testing.fake_openai_main import main
-
-    sys.exit(main())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tmas.graphs.registry import NODE_TYPES, ensure_builtins
+from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.hf.latent_trace import LatentTrace, Segment, base_weights
 from tmas.nodes.agents.latent_agents import final_prompt_ids, make_segment
@@ -72,7 +72,6 @@ class LatentChain:
             >>> [a.agent for a in chain.upstream], chain.final
             (['planner', 'critic', 'refiner'], 'judger')
         """
-        ensure_builtins()
         upstream, finals = [], []
         for node in run_order(spec):
             if node.type == "latent_agent":

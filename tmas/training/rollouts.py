@@ -18,8 +18,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tmas.config import TMASConfig
+from tmas.graphs.catalog import TASK_BUILDERS
 from tmas.graphs.pipeline import bodies
-from tmas.graphs.registry import TASK_BUILDERS, ensure_builtins
 from tmas.graphs.spec import parse_spec
 from tmas.lifecycle.history import latest_run_states
 from tmas.nodes.agents.solver import solver_prompt
@@ -99,7 +99,6 @@ def solver_task_makers(record: RunRecord) -> dict[str, TaskMaker]:
     makers: dict[str, TaskMaker] = {node: lambda arg: [arg] for node in solver_node_ids(record)}
     if not spec_data.get("edges"):
         return makers
-    ensure_builtins()
     config = TMASConfig(**(record.config or {}))
     for node_id, body in bodies(parse_spec({"name": "run", **spec_data})).items():
         solvers = {node.id for node in body.nodes if node.type == SOLVER_NODE_TYPE}

@@ -7,8 +7,8 @@ from typing import Literal
 
 import networkx as nx
 
+from tmas.graphs.catalog import TASK_SIZES
 from tmas.graphs.pipeline import bodies
-from tmas.graphs.registry import TASK_SIZES, ensure_builtins
 from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec, NodeSpec
 from tmas.graphs.validate import spec_digraph
 
@@ -70,7 +70,6 @@ def fanout_count(edge: EdgeSpec) -> str:
         return str(edge.fanout.copies)
     if edge.fanout.over:
         return f"len({edge.fanout.over})"
-    ensure_builtins()
     size = TASK_SIZES.get(edge.fanout.tasks or "")
     return size.label if size is not None else "?"
 
@@ -154,7 +153,6 @@ def pipeline_bodies(spec: GraphSpec) -> dict[str, GraphSpec]:
         >>> {k: v.name for k, v in pipeline_bodies(load_bundled("tmas")).items()}
         {'candidate': 'candidate_chain'}
     """
-    ensure_builtins()
     return bodies(spec)
 
 

@@ -8,19 +8,9 @@ from tmas.config import TMASConfig
 from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, live_candidates
+from tmas.nodes.control.voting import mean_score
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Summary, failed
-
-
-def mean_score(scores: list[float | None]) -> float | None:
-    """Mean of the known scores (None when none is known).
-
-    Example:
-        >>> mean_score([0.5, None, 1.0])
-        0.75
-    """
-    known = [s for s in scores if s is not None]
-    return sum(known) / len(known) if known else None
 
 
 def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:

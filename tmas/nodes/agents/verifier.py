@@ -6,10 +6,10 @@ from typing import Any
 
 from tmas.answers.parsing import parse_verification
 from tmas.config import TMASConfig
-from tmas.lifecycle.events import emit
 from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, agent_update, live_candidates
+from tmas.nodes.events import emit
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
 

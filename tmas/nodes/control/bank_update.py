@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.lifecycle.events import emit
 from tmas.memory.banks import merge_into_bank
+from tmas.nodes.events import emit
 from tmas.state import RunState
 
 

@@ -8,8 +8,6 @@ from typing import Any
 
 from tmas.answers.grading import pass_at_1
 from tmas.config import TMASConfig
-from tmas.lifecycle.events import emit
-from tmas.nodes.agents.summarizer import mean_score
 from tmas.nodes.control.proof_selection import (
     PROOF_SELECTION,
     best_verified,
@@ -18,7 +16,8 @@ from tmas.nodes.control.proof_selection import (
 )
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_rule
 from tmas.nodes.control.stop_rules import consensus
-from tmas.nodes.control.voting import add_vote, tally, weighted_vote, winner
+from tmas.nodes.control.voting import add_vote, mean_score, tally, weighted_vote, winner
+from tmas.nodes.events import emit
 from tmas.state import Candidate, IterationRecord, RunState, failed, windowed_diagnostics
 
 

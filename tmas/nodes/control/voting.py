@@ -65,3 +65,14 @@ def add_vote(totals: dict[str, float], vote: dict[str, float]) -> dict[str, floa
         return combined
     kept = sorted(combined, key=combined.__getitem__, reverse=True)[:MAX_VOTE_ENTRIES]
     return {answer: combined[answer] for answer in combined if answer in kept}
+
+
+def mean_score(scores: list[float | None]) -> float | None:
+    """Mean of the known scores (None when none is known).
+
+    Example:
+        >>> mean_score([0.5, None, 1.0])
+        0.75
+    """
+    known = [s for s in scores if s is not None]
+    return sum(known) / len(known) if known else None

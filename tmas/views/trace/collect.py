@@ -13,8 +13,8 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tmas.answers.parsing import normalize_answer
-from tmas.lifecycle.history import iteration_records, latest_run_states
-from tmas.lifecycle.manager import RunManager, saved_state
+from tmas.lifecycle.history import iteration_records, latest_run_states, saved_state
+from tmas.lifecycle.manager import RunManager
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_of
 from tmas.state import Candidate, Experience, Guideline, IterationRecord, Summary, Verification
 from tmas.storage import Storage
