@@ -27,6 +27,7 @@ from langgraph.store.memory import InMemoryStore
 from tmas.config import ConfigError, TMASConfig
 from tmas.graphs.bundled import resolve_spec
 from tmas.graphs.compiler import compile_spec, spec_uses_store
+from tmas.graphs.plugin_files import load_plugin
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, load_prompt_file, parse_spec
 from tmas.graphs.validate import validate_spec
@@ -38,7 +39,6 @@ from tmas.llm.backend import (
     make_router,
 )
 from tmas.llm.router import ModelRouter
-from tmas.plugins import load_plugin
 
 Topology = GraphSpec | str | Path | Mapping[str, Any]
 Settings = TMASConfig | Mapping[str, Any] | None

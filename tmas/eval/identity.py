@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from tmas.config import EXECUTION_SETTINGS, TMASConfig
+from tmas.graphs.plugin_files import plugin_source
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
 from tmas.nodes.prompts import PromptSet
-from tmas.plugins import plugin_source
 from tmas.roles import BUILTIN_ROLES
 
 IDENTITY = "identity.json"

@@ -11,6 +11,7 @@ from typing import Any
 
 from tmas.graphs import builtin, builtin_chains, builtin_pipeline
 from tmas.graphs.pipeline import bodies
+from tmas.graphs.plugin_files import load_plugin, module_of, plugin_of
 from tmas.graphs.registry import (
     NODE_TYPES,
     PLANNERS,
@@ -19,7 +20,6 @@ from tmas.graphs.registry import (
     TASK_BUILDERS,
     TASK_SIZES,
 )
-from tmas.plugins import load_plugin, module_of, plugin_of
 
 BUILTIN_MODULES = (builtin, builtin_chains, builtin_pipeline)
 """The modules whose import registered the built-in node types and task builders."""

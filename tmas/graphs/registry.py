@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.graphs.plugin_files import load_plugin
 from tmas.llm.router import ModelRouter
 from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
 from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
 from tmas.nodes.prompts import PromptSet, register_prompts
-from tmas.plugins import load_plugin
 from tmas.registration import keyword_problems, register_in
 from tmas.roles import register_role
 

@@ -17,6 +17,7 @@ from tmas.graphs.catalog import run_plugins
 from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
+from tmas.graphs.plugin_files import load_plugin
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.lifecycle.event_loop import run_to_end
@@ -28,7 +29,6 @@ from tmas.lifecycle.solver_replay import solver_replay
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.nodes.prompts import PromptSet
-from tmas.plugins import load_plugin
 from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 from tmas.storage.run_registry import RunRecord
