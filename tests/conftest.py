@@ -1,24 +1,30 @@
-"""Fixtures shared across the suite."""
+"""Fixtures shared across the suite.
+
+The test command (``bash .ci/run``) installs everything the tests use, so no test skips for
+want of something it installs: a missing PostgreSQL server, Chromium or Python package fails
+the tests that need it, naming what to install (a missing package fails at its import).
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
 
 from tmas.testing.postgres_server import TemporaryPostgres, server_bin_dir
 
+INSTALL_HINT = "or run bash .ci/run, which installs everything the tests need"
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[TemporaryPostgres]:
-    """A private PostgreSQL server for the whole session. CI installs PostgreSQL, so there a
-    missing server fails the tests that need it instead of skipping them."""
+    """A private PostgreSQL server for the whole session, from the system's server binaries;
+    without them the tests that need it fail."""
     if server_bin_dir() is None:
-        message = "PostgreSQL server not installed (apt-get install postgresql)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        pytest.fail(
+            "PostgreSQL's server is not installed: install it (Debian: apt-get install "
+            f"postgresql) {INSTALL_HINT}",
+            pytrace=False,
+        )
     with TemporaryPostgres() as server:
         yield server
 

@@ -83,7 +83,8 @@ def hf_router(config: TMASConfig) -> ModelRouter:
 
 @pytest.mark.slow
 def test_latent_mas_runs_and_resumes_after_a_crash_rebuilding_its_trace(monkeypatch) -> None:
-    pytest.importorskip("transformers", reason="needs the train extra")
+    import transformers  # noqa: F401 - the train extra, which the test command installs
+
     from tmas.llm.hf.trace_store import TRACES
     from tmas.nodes.agents.latent_agents import LatentAgent
 
@@ -137,7 +138,7 @@ def saved(db: Path, run_id: str) -> dict:
 
 @pytest.mark.slow
 def test_latent_mas_killed_mid_chain_resumes_to_the_uninterrupted_answer(tmp_path: Path) -> None:
-    pytest.importorskip("transformers", reason="needs the train extra")
+    import transformers  # noqa: F401 - the train extra, which the test command installs
     env_db = tmp_path / "runs.sqlite"
     subprocess.run(solve_command(env_db, "whole"), check=True, capture_output=True, timeout=600)
     whole = saved(env_db, "whole")

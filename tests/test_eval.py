@@ -93,11 +93,13 @@ def test_unknown_format_and_missing_file_are_named(tmp_path: Path) -> None:
         load_problems(str(tmp_path / "none.jsonl"))
 
 
-def evaluation(tmp_path: Path, model: ScriptedChatModel, concurrency: int = 2) -> Evaluation:
+def evaluation(
+    tmp_path: Path, model: ScriptedChatModel, concurrency: int = 2, config: TMASConfig = CONFIG
+) -> Evaluation:
     return Evaluation(
         problems=load_problems("gsm8k", limit=3),
         spec=load_bundled("tmas"),
-        config=CONFIG,
+        config=config,
         backend=BackendSpec(kind="openai", base_url="http://unused/v1", model="scripted"),
         router=ModelRouter.for_config(model, None, CONFIG),
         db=tmp_path / "runs.sqlite",
@@ -224,8 +226,8 @@ def test_a_rerun_with_other_settings_does_not_continue_the_saved_runs(tmp_path: 
     evaluation(tmp_path, model).run()
     calls = sum(model.calls.values())
     before = (tmp_path / "out" / RESULTS).read_text()
-    changed = evaluation(tmp_path, model)
-    changed.config = CONFIG.model_copy(update={"n_candidates": CONFIG.n_candidates + 1})
+    more = CONFIG.model_copy(update={"n_candidates": CONFIG.n_candidates + 1})
+    changed = evaluation(tmp_path, model, config=more)
     with pytest.raises(EvaluationMismatch, match="config.n_candidates: 2 -> 3"):
         changed.run()
     assert sum(model.calls.values()) == calls  # no saved run was continued with the new settings

@@ -1,9 +1,11 @@
-"""The four recipes of ``docs/extending.md``, run as a user would: every file on the page is
+"""The recipes of ``docs/extending.md``, run as a user would: every file on the page is
 written to a fresh directory and every command runs there, with the installed ``tmas`` in a
-subprocess and no path tricks (plugins load from the current directory or by file path)."""
+subprocess and no path tricks (plugins load from the current directory or by file path); each
+plugin imports only the public plugin API (``tmas.plugin``)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -14,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tmas.lifecycle.history import saved_state
+from tmas.storage import open_storage
+from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.scripted import ScriptedReplies
 
@@ -118,11 +123,31 @@ def served(server: FakeOpenAIServer) -> dict[str, str]:
     return {"TMAS_BASE_URL": server.base_url, "TMAS_MODEL": "scripted"}
 
 
-def test_the_page_has_four_recipes_each_with_files_and_commands() -> None:
+def test_the_page_has_seven_recipes_each_with_files_and_commands() -> None:
     found = recipes()
-    assert sorted(found) == ["a", "b", "c", "d"]
+    assert sorted(found) == ["a", "b", "c", "d", "e", "f", "g"]
     for recipe in found.values():
         assert recipe.files and recipe.commands, recipe.title
+
+
+IMPORT = re.compile(r"^\s*(?:from\s+(\S+)\s+import|import\s+(\S+))", re.M)
+
+
+def test_every_recipe_imports_only_the_public_api() -> None:
+    """A plugin on the page imports ``tmas.plugin`` (a script, the ``tmas`` API); a recipe
+    importing an internal module would break with the next refactor."""
+    imported = {
+        (name, module)
+        for recipe in recipes().values()
+        for name, text in recipe.files.items()
+        if name.endswith(".py")
+        for found in IMPORT.findall(text)
+        for module in found
+        if module.split(".")[0] == "tmas"
+    }
+    assert imported, "the recipes import nothing of tmas"
+    public = ("tmas", "tmas.plugin")
+    assert {(name, module) for name, module in imported if module not in public} == set()
 
 
 def test_a_new_role_with_its_own_prompt_and_model(
@@ -214,3 +239,135 @@ def test_the_new_topology_on_the_embedded_model(tmp_path: Path) -> None:
     assert state["usage"]["solver"]["calls"] == 2 and state["usage"]["verifier"]["calls"] == 2
     assert state["usage"]["reporter"]["calls"] == 1
     assert isinstance(state["extras"]["report"], str)
+
+
+class CriticReplies(ScriptedReplies):
+    """Scripted replies whose critic names the answer of the solution it read."""
+
+    def reply(self, role, system, user, salt="", prompt=None):  # type: ignore[no-untyped-def]
+        if role == "critic":
+            answer = re.findall(r"\\boxed\{([^}]*)\}", user)[-1]
+            return f"The step giving {answer} is doubtful."
+        return super().reply(role, system, user, salt, prompt)
+
+
+def test_a_new_role_between_two_existing_roles(tmp_path: Path) -> None:
+    with FakeOpenAIServer(replies=CriticReplies(answers=("42", "41"))) as server:
+        env = {"TMAS_BASE_URL": server.base_url, "TMAS_MODEL": "scripted"}
+        show_output = run_recipe("e", tmp_path, env)[-1]
+        requests = [r for r in server.requests if r.get("tmas")]
+    critics = [r for r in requests if r["tmas"]["role"] == "critic"]
+    assert len(critics) == 4  # 2 candidates x 2 iterations
+    assert {r["model"] for r in critics} == {"critic-model"} and budget(critics[0]) == 160
+    checks = [r for r in requests if r["tmas"]["role"] == "verifier"]
+    assert len(checks) == 4
+    for check in checks:  # each check reads the remark on its own candidate
+        text = check["messages"][-1]["content"]
+        answer = re.findall(r"\\boxed\{([^}]*)\}", text.partition("A critic's remark")[0])[-1]
+        assert f"A critic's remark on it: The step giving {answer} is doubtful." in text
+    state = show_json(tmp_path, "critic")
+    assert state["usage"]["critic"]["calls"] == 4
+    assert re.search(r"critic\W+4\b", show_output)
+
+
+class TypoReplies(ScriptedReplies):
+    """Scripted replies whose experience agent writes the same pitfall with or without typos,
+    by candidate."""
+
+    def reply(self, role, system, user, salt="", prompt=None):  # type: ignore[no-untyped-def]
+        if role == "experience":
+            typo = int(hashlib.sha256(user.encode()).hexdigest(), 16) % 2
+            pitfall = "the unitss were droped" if typo else "the units were dropped"
+            return f"- Pitfall: {pitfall}."
+        return super().reply(role, system, user, salt, prompt)
+
+
+def bank_of(folder: Path, run_id: str) -> list[dict]:
+    storage = open_storage(folder / "home" / "runs.sqlite")
+    try:
+        return saved_state(storage, run_id)["experience_bank"]
+    finally:
+        storage.close()
+
+
+def test_a_similarity_registered_by_a_plugin_dedups_the_banks(tmp_path: Path) -> None:
+    with FakeOpenAIServer(replies=TypoReplies(answers=("144", "143"))) as server:
+        env = {"TMAS_BASE_URL": server.base_url, "TMAS_MODEL": "scripted"}
+        show_output = run_recipe("f", tmp_path, env)[-1]
+        baseline = tmp_path / "jaccard"
+        baseline.mkdir()
+        run_recipe("f", baseline, env)  # the same recipe again, with the default measure:
+        done = subprocess.run(
+            [tmas_bin(), "solve", "What is 12 times 12?", "--graph", "tmas_trigram.yaml",
+             "--plugin", "./trigrams.py", "-n", "3", "-m", "1", "-t", "2", "--max-tokens", "64",
+             "--run-id", "words", "--quiet", "--set", "similarity=jaccard"],
+            cwd=baseline, env={**os.environ, "TMAS_HOME": str(baseline / "home"), **env},
+            capture_output=True, text=True,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    pitfalls = [e for e in bank_of(tmp_path, "trigram") if "Pitfall" in e["text"]]
+    assert len(pitfalls) == 1 and pitfalls[0]["hits"] > 1  # the typo'd copies reinforce it
+    words = [e for e in bank_of(baseline, "words") if "Pitfall" in e["text"]]
+    assert len(words) == 2  # word sets tell the typo'd copy apart
+    assert "trigrams.py (sha256 " in show_output
+
+
+def test_the_plugin_similarity_also_ranks_experiences_for_repairs(tmp_path: Path) -> None:
+    """In process: the measure the recipe registers is the one repairs rank experiences by
+    (and dedup compares with)."""
+    recipe = recipes()["f"]
+    for name, text in recipe.files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    import tmas
+    from tmas.memory import similarity
+
+    tmas.load_topology(str(tmp_path / "tmas_trigram.yaml"), plugins=[str(tmp_path / "trigrams.py")])
+    measured = similarity.SIMILARITIES["trigram"]
+    queries: list[str] = []
+
+    def spy(query: str, texts: list[str]) -> list[float]:
+        queries.append(query)
+        return measured(query, texts)
+
+    similarity.SIMILARITIES["trigram"] = spy
+    try:
+        model = ScriptedChatModel(replies=TypoReplies())
+        tmas.solve("What is 12 times 12?", topology=str(tmp_path / "tmas_trigram.yaml"),
+                   plugins=[str(tmp_path / "trigrams.py")], llm=model, db=tmp_path / "r.sqlite",
+                   config={"n_candidates": 2, "n_verifications": 1, "max_iterations": 2,
+                           "epsilon": 0.0})  # fmt: skip
+    finally:
+        similarity.SIMILARITIES["trigram"] = measured
+    assert any(q.startswith("What is 12 times 12?\n") for q in queries)  # repair context
+    assert any(q.startswith("Pitfall") for q in queries)  # a bank item compared for dedup
+
+
+class RankerReplies(ScriptedReplies):
+    """Scripted replies whose ranker puts candidate 2 first."""
+
+    def reply(self, role, system, user, salt="", prompt=None):  # type: ignore[no-untyped-def]
+        if role == "ranker":
+            return "Candidate 2 checks every step.\nRanking: 2, 0, 1"
+        return super().reply(role, system, user, salt, prompt)
+
+
+def test_a_node_that_sees_every_candidate_steers_the_next_iteration(tmp_path: Path) -> None:
+    with FakeOpenAIServer(replies=RankerReplies(answers=("12", "11", "13"))) as server:
+        env = {"TMAS_BASE_URL": server.base_url, "TMAS_MODEL": "scripted"}
+        state = first_json(run_recipe("g", tmp_path, env)[0])
+        requests = [r for r in server.requests if r.get("tmas")]
+    ranks = [r for r in requests if r["tmas"]["role"] == "ranker"]
+    assert len(ranks) == 2  # once per iteration, over all candidates at once
+    assert all(ranks[0]["messages"][-1]["content"].count(f"Candidate {i}:") == 1 for i in range(3))
+    assert state["history"][1]["modes"] == ["ranked"] * 3
+    repairs = [r for r in requests if r["tmas"].get("prompt") == "solver/ranked"]
+    assert len(repairs) == 3
+    for repair in repairs:
+        text = repair["messages"][-1]["content"]
+        assert "- 1. candidate 2 (answer " in text  # the ranking, best first
+    storage = open_storage(tmp_path / "home" / "runs.sqlite")
+    try:
+        final = saved_state(storage, "ranked")
+    finally:
+        storage.close()
+    assert {c["parent_index"] for c in final["candidates"]} == {2}  # the best-ranked rollout

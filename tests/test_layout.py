@@ -1,6 +1,6 @@
 """The package's layout shows its architecture: a small top floor, one folder per layer, names
 that say what a module does (no two modules outside the command line share a name), and a
-README whose layout section matches the tree."""
+layout page (docs/architecture.md) whose tree matches the package."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "tmas"
-README = PACKAGE.parent / "README.md"
+LAYOUT_PAGE = PACKAGE.parent / "docs" / "architecture.md"
 LAYERS = {
     "answers", "cli", "eval", "graphs", "lifecycle", "llm", "memory", "nodes", "orchrm",
     "serve", "storage", "testing", "training", "views",
@@ -46,12 +46,28 @@ def test_every_prompt_template_sits_beside_the_agents() -> None:
     assert all(p.parent.parent == PACKAGE / "nodes" / "agents" / "templates" for p in templates)
 
 
-def test_the_readme_layout_lists_every_layer_and_top_module() -> None:
-    text = README.read_text(encoding="utf-8")
-    block = re.search(r"```\ntmas/\n(.*?)```", text, re.S)
-    assert block, "README has no layout block"
-    listed = block.group(1)
+def layout_block() -> str:
+    """The tree of the layout page: the code block that starts with ``tmas/``."""
+    block = re.search(r"```\ntmas/\n(.*?)```", LAYOUT_PAGE.read_text(encoding="utf-8"), re.S)
+    assert block, f"{LAYOUT_PAGE.name} has no layout block"
+    return block.group(1)
+
+
+def test_the_layout_page_lists_every_layer_and_top_module() -> None:
+    listed = layout_block()
     for layer in LAYERS | {"agents", "control"}:
         assert re.search(rf"^\s+{layer}/", listed, re.M), layer
     for module in PACKAGE.glob("*.py"):
         assert module.name in listed, module.name
+
+
+def test_the_layout_page_names_every_module_and_no_other() -> None:
+    """Every module of the package is in the tree by its file name, and every file name in the
+    tree is a module that exists (a moved or renamed module shows up here)."""
+    listed = layout_block()
+    named = set(re.findall(r"\b(\w+\.py)\b", listed))
+    names = {p.name for p in modules()}
+    assert sorted(names - named) == [], "modules missing from the layout page"
+    assert sorted(named - names) == [], "the layout page names modules that do not exist"
+    for folder in {p.parent for p in modules()} - {PACKAGE}:
+        assert re.search(rf"\b{folder.name}/", listed), folder.relative_to(PACKAGE)

@@ -9,7 +9,8 @@ import pytest
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
 from tmas.memory.banks import merge_into_bank, relevant_experiences
-from tmas.memory.dedup import find_duplicate, jaccard, word_set
+from tmas.memory.dedup import find_duplicate
+from tmas.memory.similarity import jaccard, word_set
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 

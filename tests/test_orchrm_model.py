@@ -14,16 +14,17 @@ import time
 from pathlib import Path
 
 import pytest
+import trl  # noqa: F401 - the train extra, which the test command installs
 from typer.testing import CliRunner
 
 from tmas.cli.app import app
 from tmas.eval.identity import evaluation_identity
+from tmas.graphs.run_plan import plan_run
 from tmas.llm.backend import BackendSpec
 from tmas.orchrm.plan_space import load_plan_space
 from tmas.orchrm.reward_model import RM_RECORD
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
-pytest.importorskip("trl", reason="needs the train extra: pip install 'tmas[train]'")
 pytestmark = pytest.mark.slow
 
 SPACE = """name: rule
@@ -53,7 +54,7 @@ def synthetic_artifacts(root: Path, count: int) -> list[Path]:
     for plan in space.plans:
         folder = root / f"eval-{plan.name}"
         folder.mkdir()
-        identity = evaluation_identity(plan.spec, plan.config, backend, [])
+        identity = evaluation_identity(plan_run(plan.spec, plan.config, backend))
         (folder / "identity.json").write_text(json.dumps(identity))
         rows = []
         for index, item in enumerate(problems):

@@ -16,8 +16,9 @@ from tests.cli_helpers import db_path, digest, invoke
 from tmas.config import RoleModel, TMASConfig
 from tmas.graphs import bundled
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec, spec_needs_internals
+from tmas.graphs.compiler import compile_spec
 from tmas.graphs.served import FACTORIES, langgraph_graphs, served_graph
+from tmas.graphs.traits import spec_needs_internals
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter

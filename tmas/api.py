@@ -26,10 +26,11 @@ from langgraph.store.memory import InMemoryStore
 
 from tmas.config import ConfigError, TMASConfig
 from tmas.graphs.bundled import resolve_spec
-from tmas.graphs.compiler import compile_spec, spec_uses_store
+from tmas.graphs.compiler import compile_plan
 from tmas.graphs.plugin_files import load_plugin
-from tmas.graphs.settings import topology_config
+from tmas.graphs.run_plan import RunPlan, plan_run
 from tmas.graphs.spec import GraphSpec, load_prompt_file, parse_spec
+from tmas.graphs.traits import spec_uses_store
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import (
     BackendSpec,
@@ -77,6 +78,36 @@ def load_topology(
     return validate_spec(spec, source)
 
 
+def saved_backend(
+    llm: BaseChatModel | ModelRouter | None = None,
+    role_models: ChatModels = None,
+    backend: BackendSpec | Mapping[str, Any] | None = None,
+) -> BackendSpec:
+    """The backend a run saves: chat models a caller passes (a ``custom`` backend: they cannot
+    be rebuilt from it), or backend settings (by default ``TMAS_BASE_URL``/``TMAS_MODEL`` when
+    set, else the embedded llama.cpp model), resolved.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> saved_backend(ScriptedChatModel()).kind, saved_backend(backend={"model": "qwen"}).model
+        ('custom', 'qwen')
+    """
+    if isinstance(llm, ModelRouter):
+        if role_models:
+            raise ValueError("pass role_models to the ModelRouter, not beside it")
+        return custom_backend(llm.main, llm.overrides)
+    if llm is not None:
+        if backend is not None:
+            raise ValueError("pass either llm (chat models) or backend (settings), not both")
+        return custom_backend(llm, role_models)
+    if role_models:
+        raise ValueError("role_models needs llm, the main chat model")
+    if backend is None:
+        return backend_from_env()
+    chosen = backend if isinstance(backend, BackendSpec) else BackendSpec(**dict(backend))
+    return chosen.resolved()
+
+
 def models_for(
     config: TMASConfig,
     *,
@@ -85,9 +116,7 @@ def models_for(
     backend: BackendSpec | Mapping[str, Any] | None = None,
     pass_generation_kwargs: bool = True,
 ) -> tuple[ModelRouter, BackendSpec]:
-    """The router of a run and the backend saved with it: chat models a caller passes (saved
-    as a ``custom`` backend: they cannot be rebuilt from it), or a backend's own models (by
-    default ``TMAS_BASE_URL``/``TMAS_MODEL`` when set, else the embedded llama.cpp model). The
+    """The router of a run and the backend saved with it (:func:`saved_backend`). The
     config's temperature, per-role temperatures and token limits travel with every call, to
     custom models too; a ``ModelRouter`` passed as ``llm`` is used as it is (its own
     temperatures and bound on calls in flight).
@@ -98,24 +127,47 @@ def models_for(
         >>> router.temperature, saved.kind
         (0.3, 'custom')
     """
+    saved = saved_backend(llm, role_models, backend)
     if isinstance(llm, ModelRouter):
-        if role_models:
-            raise ValueError("pass role_models to the ModelRouter, not beside it")
-        return llm, custom_backend(llm.main, llm.overrides)
+        return llm, saved
     if llm is not None:
-        if backend is not None:
-            raise ValueError("pass either llm (chat models) or backend (settings), not both")
         router = ModelRouter.for_config(llm, role_models, config)
         router.pass_generation_kwargs = pass_generation_kwargs
-        return router, custom_backend(llm, role_models)
-    if role_models:
-        raise ValueError("role_models needs llm, the main chat model")
-    if backend is None:
-        backend = backend_from_env()
-    elif not isinstance(backend, BackendSpec):
-        backend = BackendSpec(**dict(backend))
-    backend = backend.resolved()
-    return make_router(backend, config), backend
+        return router, saved
+    return make_router(saved, config), saved
+
+
+def plan_with_models(
+    topology: Topology = "tmas",
+    config: Settings = None,
+    *,
+    llm: BaseChatModel | ModelRouter | None = None,
+    role_models: ChatModels = None,
+    backend: BackendSpec | Mapping[str, Any] | None = None,
+    plugins: Sequence[str] = (),
+    prompts: Prompts = None,
+    pass_generation_kwargs: bool = True,
+) -> tuple[RunPlan, ModelRouter]:
+    """A run's plan (:func:`tmas.graphs.run_plan.plan_run`: the one place a run's settings are
+    resolved) and the router that serves its models, from what a Python caller gives.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> plan, router = plan_with_models("majority_vote", {"n_candidates": 3},
+        ...                                 llm=ScriptedChatModel())
+        >>> plan.config.n_candidates, plan.backend.kind, router.temperature
+        (3, 'custom', 0.7)
+    """
+    spec = load_topology(topology, plugins=plugins, prompts=prompts)
+    plan = plan_run(spec, config, saved_backend(llm, role_models, backend), plugins)
+    router, _ = models_for(
+        plan.config,
+        llm=llm,
+        role_models=role_models,
+        backend=None if llm is not None else plan.backend,
+        pass_generation_kwargs=pass_generation_kwargs,
+    )
+    return plan, router
 
 
 def build_graph(
@@ -157,20 +209,21 @@ def build_graph(
         >>> graph.invoke({"problem": "What is 9 + 9?"})["final_answer"]
         '18'
     """
-    spec = load_topology(topology, plugins=plugins, prompts=prompts)
-    resolved = topology_config(spec, config)
-    router, _ = models_for(
-        resolved,
+    plan, router = plan_with_models(
+        topology,
+        config,
         llm=llm,
         role_models=role_models,
         backend=backend,
+        plugins=plugins,
+        prompts=prompts,
         pass_generation_kwargs=pass_generation_kwargs,
     )
     if max_parallel_calls is not None:
         router = router.limited_to(max_parallel_calls)
-    if store is None and spec_uses_store(spec):
+    if store is None and spec_uses_store(plan.topology):
         store = InMemoryStore()
-    return compile_spec(spec, resolved, router, checkpointer=checkpointer, store=store)
+    return compile_plan(plan, router, checkpointer=checkpointer, store=store)
 
 
 def build_tmas_graph(
@@ -253,5 +306,7 @@ __all__ = [
     "check_problem",
     "load_topology",
     "models_for",
+    "plan_with_models",
     "router_factory",
+    "saved_backend",
 ]

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tmas.roles import Role, declared_roles, role_spec, unknown_roles
+from tmas.roles import Role, RoleBook
 
 
 class ConfigError(ValueError):
@@ -69,7 +69,24 @@ class TMASConfig(BaseModel):
     experience_cap: int = Field(default=32, ge=1, le=10_000)
     guideline_cap: int = Field(default=16, ge=1, le=10_000)
     experiences_per_prompt: int = Field(default=6, ge=0, le=1000)
-    dedup_threshold: float = Field(default=0.6, gt=0.0, le=1.0, description="Jaccard cut-off")
+    dedup_threshold: float = Field(
+        default=0.6,
+        gt=0.0,
+        le=1.0,
+        description="the score of `similarity` from which two items (or DeLM notes) stating "
+        "the same numbers are duplicates",
+    )
+    similarity: str = Field(
+        default="jaccard",
+        description="the registered similarity that deduplicates both banks, the lifelong "
+        "memory and DeLM's notes, and picks the experiences a prompt shows (jaccard, bm25 or a "
+        "plugin's; docs/memory.md)",
+    )
+    memory_similarity: str = Field(
+        default="bm25",
+        description="the registered similarity that ranks lifelong-memory items for a new "
+        "problem (items scoring 0 are left out)",
+    )
     round_widths: list[int] | None = Field(
         default=None,
         min_length=1,
@@ -224,13 +241,17 @@ class TMASConfig(BaseModel):
         """
         return max(self.round_widths) if self.round_widths else self.n_candidates
 
-    def max_tokens_for(self, role: Role) -> int:
+    def max_tokens_for(self, role: Role, roles: RoleBook | None = None) -> int:
         """Answer-length limit of ``role``: its override in ``roles``, else its
-        ``<role>_max_tokens`` field (built-in roles), else its declared budget.
+        ``<role>_max_tokens`` field (built-in roles), else its declared budget in the run's
+        role book (default: the roles registered in this process).
 
         Example:
             >>> TMASConfig(verifier_max_tokens=99).max_tokens_for("verifier")
             99
+            >>> book = RoleBook.registered().declaring({"scout": {"max_tokens": 40}})
+            >>> TMASConfig().max_tokens_for("scout", book)
+            40
         """
         override = self.roles.get(role)
         if override is not None and override.max_tokens is not None:
@@ -238,11 +259,11 @@ class TMASConfig(BaseModel):
         field = f"{role}_max_tokens"
         if field in type(self).model_fields:
             return getattr(self, field)
-        return role_spec(role).max_tokens
+        return (roles or RoleBook.registered())[role].max_tokens
 
-    def check_roles(self) -> TMASConfig:
-        """This config, or ConfigError when ``roles`` names a role nobody declared (declare
-        roles before: a plugin or the topology's ``roles:`` block).
+    def check_roles(self, roles: RoleBook | None = None) -> TMASConfig:
+        """This config, or ConfigError when ``roles`` names a role the run's role book does
+        not know (declare roles before: a plugin or the topology's ``roles:`` block).
 
         Example:
             >>> TMASConfig(roles={"no_such_role": RoleModel(model="m")}).check_roles()
@@ -250,10 +271,10 @@ class TMASConfig(BaseModel):
             ...
             tmas.config.ConfigError: unknown role 'no_such_role' in the role settings; known: ...
         """
-        if unknown := unknown_roles(self.roles):
+        book = roles or RoleBook.registered()
+        if unknown := book.unknown(self.roles):
             raise ConfigError(
-                f"unknown role {unknown[0]!r} in the role settings; "
-                f"known: {', '.join(declared_roles())}"
+                f"unknown role {unknown[0]!r} in the role settings; known: {', '.join(book)}"
             )
         return self
 

@@ -31,13 +31,11 @@ from tmas.api import (
     Settings,
     Topology,
     check_problem,
-    load_topology,
-    models_for,
+    plan_with_models,
     router_factory,
 )
 from tmas.eval.data import Problem, load_problems
 from tmas.eval.evaluation import Evaluation
-from tmas.graphs.settings import topology_config
 from tmas.lifecycle.fork import fork_run
 from tmas.lifecycle.manager import (
     EventSink,
@@ -90,18 +88,14 @@ def solve(
     events, ``review`` pauses after each iteration (see :class:`RunManager`).
     """
     text = check_problem(problem)
-    spec = load_topology(topology, plugins=plugins, prompts=prompts)
-    resolved = topology_config(spec, config)
-    router, saved_backend = models_for(resolved, llm=llm, role_models=role_models, backend=backend)
+    plan, router = plan_with_models(topology, config, llm=llm, role_models=role_models,
+                                    backend=backend, plugins=plugins, prompts=prompts)  # fmt: skip
     with _manager(db, lambda *_: router, for_writing=True) as manager:
         return manager.start(
             run_id or new_run_id(),
             problem=text,
             gold_answer=gold,
-            config=resolved,
-            backend=saved_backend,
-            spec=spec,
-            plugins=list(plugins),
+            plan=plan,
             documents=list(documents),
             show_progress=show_progress,
             max_concurrency=max_concurrency,
@@ -248,18 +242,14 @@ def evaluate(
         >>> summary["accuracy"]
         1.0
     """
-    spec = load_topology(topology, plugins=plugins, prompts=prompts)
-    resolved = topology_config(spec, config)
-    router, saved_backend = models_for(resolved, llm=llm, role_models=role_models, backend=backend)
+    plan, router = plan_with_models(topology, config, llm=llm, role_models=role_models,
+                                    backend=backend, plugins=plugins, prompts=prompts)  # fmt: skip
     evaluation = Evaluation(
         problems=_problems(data, limit),
-        spec=spec,
-        config=resolved,
-        backend=saved_backend,
+        plan=plan,
         router=router,
         db=db or default_db_path(),
         out_dir=Path(out_dir),
-        plugins=list(plugins),
         concurrency=concurrency,
         max_concurrency=max_concurrency,
     )

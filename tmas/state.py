@@ -300,7 +300,6 @@ class RunState(TypedDict, total=False):
     problem: str
     gold_answer: str | None
     documents: list[str]
-    config: dict[str, Any]
     iteration: int
     plans: list[Plan]
     candidates: Annotated[list[Candidate], merge_per_iteration]
@@ -341,7 +340,6 @@ CHAIN_INPUT_KEYS: tuple[str, ...] = (
     "problem",
     "gold_answer",
     "documents",
-    "config",
     "iteration",
     "previous",
     "experience_bank",

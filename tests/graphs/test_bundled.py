@@ -23,8 +23,9 @@ from typer.testing import CliRunner
 
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled, resolve_spec
-from tmas.graphs.compiler import compile_spec, spec_needs_internals
+from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
+from tmas.graphs.traits import spec_needs_internals
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
@@ -163,7 +164,7 @@ def test_self_refine_critique_runs_on_the_solver_model() -> None:
     run(spec, config, main, overrides={"verifier": judge})
 
     assert judge.calls == Counter()
-    assert dict(main.calls) == {"solver": N * T, "verifier": N * T}
+    assert dict(main.calls) == {"solver": N * T, "critic": N * T}  # its own role, usage row
 
 
 def test_verify_refine_verifier_uses_the_verifier_model() -> None:

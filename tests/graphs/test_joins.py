@@ -3,8 +3,7 @@ runs once, after the longest branch, in every pass of a loop."""
 
 from __future__ import annotations
 
-import operator
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
 import pytest
 
@@ -15,12 +14,6 @@ from tmas.graphs.spec import SpecError, parse_spec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel
-
-
-class VisitState(TypedDict, total=False):
-    problem: str
-    visits: Annotated[list[str], operator.add]
-
 
 if "test_visit" not in NODE_TYPES:
 
@@ -42,6 +35,7 @@ def visit(node_id: str) -> dict[str, Any]:
 
 UNEQUAL_BRANCHES = {
     "name": "unequal_branches",
+    "channels": {"visits": {"reducer": "append"}},  # each visit appended, in order
     "nodes": [visit(n) for n in ("a", "b", "c1", "c2", "c3", "d")],
     "edges": [
         {"from": "START", "to": "a"},
@@ -56,12 +50,7 @@ UNEQUAL_BRANCHES = {
 
 
 def run(spec: dict[str, Any]) -> list[str]:
-    graph = compile_spec(
-        parse_spec(spec),
-        TMASConfig(),
-        ModelRouter(ScriptedChatModel()),
-        state_schema=VisitState,
-    )
+    graph = compile_spec(parse_spec(spec), TMASConfig(), ModelRouter(ScriptedChatModel()))
     return graph.invoke({"problem": "p"})["visits"]
 
 

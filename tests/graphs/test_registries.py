@@ -13,7 +13,6 @@ import tmas
 import tmas.graphs.catalog  # noqa: F401 - the built-in node types, registered
 from tests.cli_helpers import db_path, digest, invoke
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import solver_nodes, spec_uses_store
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.registry import (
     NODE_TYPES,
@@ -26,6 +25,7 @@ from tmas.graphs.registry import (
     register_stop,
 )
 from tmas.graphs.spec import SpecError
+from tmas.graphs.traits import solver_nodes, spec_uses_store
 from tmas.lifecycle.manager import iteration_end_node
 from tmas.nodes.prompts import _REGISTERED
 from tmas.testing.fake_chat import ScriptedChatModel

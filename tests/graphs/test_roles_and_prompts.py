@@ -14,11 +14,13 @@ from tests.cli_helpers import invoke
 from tmas.config import RoleModel, TMASConfig
 from tmas.graphs.bundled import bundled_dir, load_bundled
 from tmas.graphs.compiler import compile_spec
+from tmas.graphs.run_plan import plan_run
 from tmas.graphs.spec import GraphSpec, SpecError, load_spec_file
 from tmas.graphs.validate import validate_spec
+from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.nodes.prompts import PromptSet
-from tmas.roles import role_spec
+from tmas.roles import RoleBook
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
@@ -58,21 +60,21 @@ def test_a_mode_without_a_template_fails_with_the_known_ones() -> None:
         PromptSet().render("solver/debate", problem="?")
 
 
-def test_a_role_declared_in_a_spec_has_its_budget_and_borrows_a_model() -> None:
+def test_a_role_declared_in_a_spec_belongs_to_its_runs_with_its_budget_and_borrowed_model() -> None:
     spec = load_bundled("majority_vote").model_dump(by_alias=True)
     spec["roles"] = {"spec_critic": {"max_tokens": 77, "model": "verifier"}}
-    validate_spec(GraphSpec.model_validate(spec))
-    assert role_spec("spec_critic").max_tokens == 77
-    assert TMASConfig().max_tokens_for("spec_critic") == 77
+    plan = plan_run(validate_spec(GraphSpec.model_validate(spec)), None, BackendSpec())
+    book = plan.role_book()
+    assert book["spec_critic"].max_tokens == 77
+    assert "spec_critic" not in RoleBook.registered()  # never a role of the whole process
+    assert TMASConfig().max_tokens_for("spec_critic", book) == 77
     main, judge = ScriptedChatModel(), ScriptedChatModel()
-    router = ModelRouter(main, {"verifier": judge})
-    assert router.model_for("spec_critic") is judge
+    assert ModelRouter(main, {"verifier": judge}).with_roles(book).model_for("spec_critic") is judge
     own = ScriptedChatModel()
-    assert (
-        ModelRouter(main, {"verifier": judge, "spec_critic": own}).model_for("spec_critic") is own
-    )
+    router = ModelRouter(main, {"verifier": judge, "spec_critic": own}).with_roles(book)
+    assert router.model_for("spec_critic") is own
     config = TMASConfig(roles={"spec_critic": RoleModel(max_tokens=12)})
-    assert config.max_tokens_for("spec_critic") == 12
+    assert config.max_tokens_for("spec_critic", book) == 12
 
 
 def test_a_node_naming_an_undeclared_role_and_a_role_borrowing_an_unknown_one_are_refused() -> None:

@@ -20,7 +20,7 @@ from tmas.graphs.bundled import load_bundled
 from tmas.roles import Role
 from tmas.testing.fake_chat import ScriptedCall as Call
 from tmas.testing.fake_chat import ScriptedChatModel
-from tmas.testing.scripted import ScriptedReplies
+from tmas.testing.scripted import ScriptedReplies, acting_role
 
 # ---- what later rounds see -----------------------------------------------------------------
 
@@ -35,7 +35,7 @@ class MarkedReplies(ScriptedReplies):
         text = super().reply(role, system, user, salt, prompt)
         if role == "solver":
             return f"Attempt {salt}.\n{text}"
-        if role == "verifier":
+        if acting_role(role, prompt) == "verifier":
             checked = re.findall(r"Attempt (\d+)\.", user)
             return f"Checked attempt {checked[-1] if checked else 'none'}.\n{text}"
         return text

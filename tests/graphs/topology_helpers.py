@@ -44,7 +44,7 @@ def expected_calls(name: str, n: int, m: int, t: int) -> dict[Role, int]:
     tmas_like = {"solver": n * t, "verifier": n * m * t, "summary": n * t}
     table: dict[str, dict[Role, int]] = {
         "majority_vote": {"solver": n * t},
-        "self_refine": {"solver": n * t, "verifier": n * m * t},
+        "self_refine": {"solver": n * t, "critic": n * m * t},
         "verify_refine": {"solver": n * t, "verifier": n * m * t},
         "pacore": {"solver": n * (t - 1) + 1},
         "rsa": {"solver": n * t},

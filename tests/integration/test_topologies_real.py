@@ -9,8 +9,8 @@ import pytest
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.compiler import (
-    compile_spec,
+from tmas.graphs.compiler import compile_spec
+from tmas.graphs.traits import (
     nodes_where,
     spec_needs_internals,
     spec_uses_store,

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import llama_cpp  # noqa: F401 - the local extra, which the test command installs
 import pytest
-
-pytest.importorskip("llama_cpp", reason="needs the local extra: pip install 'tmas[local]'")
-
-import llama_cpp  # noqa: E402
 
 from tmas.llm.engine import EngineSettings, LlamaEngine  # noqa: E402
 from tmas.llm.engine.loaded_model import LoadedModel  # noqa: E402

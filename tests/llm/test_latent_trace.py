@@ -5,10 +5,8 @@ upstream agents, and a rebuilt trace is the same trace."""
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("transformers", reason="needs the train extra: pip install 'tmas[train]'")
-
 import torch  # noqa: E402
+import transformers  # noqa: F401 - the train extra, which the test command installs
 
 from tmas.llm.hf.latent_trace import LatentTrace, Segment  # noqa: E402
 from tmas.llm.hf.model_loading import load_model  # noqa: E402

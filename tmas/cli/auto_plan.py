@@ -86,7 +86,7 @@ def make_chooser(
     writer = None
     if orchestrator:
         from tmas.graphs.bundled import bundled_names, load_bundled
-        from tmas.graphs.compiler import spec_needs_internals
+        from tmas.graphs.traits import spec_needs_internals
 
         model = make_main_model(backend, TMASConfig(temperature=0.7, seed=seed))
         topologies = [  # delm needs documents; latent topologies an in-process model

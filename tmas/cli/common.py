@@ -67,64 +67,6 @@ CandidatesOption = Annotated[int | None, typer.Option("-n", "--candidates", help
 VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")]
 IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
 MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
-BackendOption = Annotated[
-    str,
-    typer.Option(
-        help="llamacpp | openai | vllm (in-process) | vllm-server (managed) | hf (transformers)"
-    ),
-]
-AdapterOption = Annotated[
-    str | None, typer.Option(help="hf: a LoRA adapter folder (tmas train grpo or latent)")
-]
-DeviceOption = Annotated[str | None, typer.Option(help="hf: cpu, cuda or cuda:N (default: auto)")]
-ModelOption = Annotated[
-    str | None,
-    typer.Option(
-        envvar="TMAS_MODEL",
-        help="qwen, smollm2 or a GGUF path; a served model name; vLLM, hf: a checkpoint or hub id",
-    ),
-]
-BaseUrlOption = Annotated[
-    str | None, typer.Option(envvar="TMAS_BASE_URL", help="OpenAI-compatible endpoint")
-]
-RoleModelOption = Annotated[list[str], typer.Option(help="ROLE=MODEL (repeatable)")]
-RoleBaseUrlOption = Annotated[list[str], typer.Option(help="ROLE=URL (repeatable)")]
-NCtxOption = Annotated[
-    int, typer.Option(help="context window of the local engine (vLLM: max_model_len)")
-]
-EngineArgOption = Annotated[
-    list[str],
-    typer.Option(
-        "--engine-arg",
-        help="KEY=VALUE option of the vLLM engine (repeatable), e.g. enforce_eager=true",
-    ),
-]
-GpuMemoryOption = Annotated[
-    float | None,
-    typer.Option(
-        min=0.01, max=1.0, help="vLLM: share of the accelerator's memory (of RAM on a CPU)"
-    ),
-]
-TensorParallelOption = Annotated[
-    int | None, typer.Option(min=1, help="vLLM: accelerators each layer is split over")
-]
-PipelineParallelOption = Annotated[
-    int | None, typer.Option(min=1, help="vLLM: accelerators the layers are staged over")
-]
-DtypeOption = Annotated[
-    str | None, typer.Option(help="vLLM: weight dtype (auto, bfloat16, float16, float32)")
-]
-ThreadsOption = Annotated[int | None, typer.Option(help="CPU threads of the embedded model")]
-EngineOption = Annotated[
-    str,
-    typer.Option(
-        help="embedded model's engine: batched (concurrent calls decoded together, shared "
-        "prompt prefixes) or serial (one call at a time, for comparison)"
-    ),
-]
-MaxSequencesOption = Annotated[
-    int, typer.Option(help="calls the embedded engine decodes together", min=1, max=256)
-]
 MemoryOption = Annotated[
     str | None,
     typer.Option(

@@ -18,33 +18,17 @@ from tmas.cli.auto_plan import (
     make_chooser,
 )
 from tmas.cli.common import (
-    AdapterOption,
-    BackendOption,
-    BaseUrlOption,
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
-    DeviceOption,
-    DtypeOption,
-    EngineArgOption,
-    EngineOption,
-    GpuMemoryOption,
     GraphOption,
     IterationsOption,
-    MaxSequencesOption,
     MaxTokensOption,
     MemoryOption,
-    ModelOption,
-    NCtxOption,
-    PipelineParallelOption,
     PluginOption,
     PromptsOption,
     ProofOption,
-    RoleBaseUrlOption,
-    RoleModelOption,
     SetOption,
-    TensorParallelOption,
-    ThreadsOption,
     VerificationsOption,
     check_database,
     err,
@@ -53,19 +37,14 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import (
-    backend_values,
-    build_backend,
-    load_topology,
-    role_settings,
-    run_options,
-    setup_run,
-)
+from tmas.cli.inputs import load_topology, run_options, setup_run
+from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import DEGRADED_EXIT
 from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
 from tmas.eval.results import role_counts, summary_table
+from tmas.graphs.run_plan import plan_run
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.sqlite import StorageError, default_db_path
 from tmas.terminal import plain
@@ -95,6 +74,7 @@ class ProblemProgress:
             )
 
 
+@model_options()
 def evaluate(
     out_dir: Annotated[Path, typer.Option("--out", help="folder for results.jsonl, summary.json")],
     data: Annotated[str, typer.Option(help="JSONL/CSV/parquet file, or gsm8k / math500")] = "gsm8k",
@@ -117,22 +97,8 @@ def evaluate(
     memory: MemoryOption = None,
     proof: ProofOption = False,
     temperature: float | None = None,
-    backend: BackendOption = "llamacpp",
-    model: ModelOption = None,
-    base_url: BaseUrlOption = None,
-    role_model: RoleModelOption = [],  # noqa: B006
-    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
-    n_ctx: NCtxOption = 4096,
-    threads: ThreadsOption = None,
-    engine: EngineOption = "batched",
-    max_sequences: MaxSequencesOption = 8,
-    engine_arg: EngineArgOption = [],  # noqa: B006
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    pipeline_parallel_size: PipelineParallelOption = None,
-    dtype: DtypeOption = None,
-    adapter: AdapterOption = None,
-    device: DeviceOption = None,
+    *,
+    models: ModelOptions,
     max_concurrency: ConcurrencyOption = None,
     set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
@@ -152,25 +118,23 @@ def evaluate(
         given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
         given["memory"] = memory
         given["proof"] = proof or None
-        backend_fields = backend_values(locals())
         extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
         check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
         chooser = None
+        roles = models.role_settings()
+        backend = models.backend_spec()
         if graph == AUTO:
-            spec = build_backend(**backend_fields)
             chooser = make_chooser(
-                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, spec, seed or 0
+                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, backend,
+                seed or 0,
             )  # type: ignore[arg-type]
-            roles = role_settings(role_model, role_base_url)
             config = TMASConfig(seed=seed or 0, **({"roles": roles} if roles else {}))
             topology = chooser.space.plans[0].spec if chooser.space else load_topology("tmas", [])
             plugin = list(chooser.space.plugins) if chooser.space else []
+            plan = plan_run(topology, config, backend, plugin)
         else:
-            topology, config, spec = setup_run(
-                graph, plugin, given, set_values, role_model, role_base_url, backend_fields,
-                prompts,
-            )  # fmt: skip
-        router = None if ray else checked_router(spec, config)  # Ray workers build their own
+            plan = setup_run(graph, plugin, given, set_values, roles, backend, prompts)
+        router = None if ray else checked_router(plan.backend, plan.config)  # Ray: their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
         fail(error_line(exc))
         return
@@ -178,13 +142,10 @@ def evaluate(
     progress = ProblemProgress(len(problems), quiet)
     evaluation = Evaluation(
         problems=problems,
-        spec=topology,
-        config=config,
-        backend=spec,
+        plan=plan,
         router=router,
         db=db or default_db_path(),
         out_dir=out_dir,
-        plugins=plugin,
         concurrency=concurrency,
         max_concurrency=max_concurrency,
         ray_address=ray,
@@ -199,8 +160,8 @@ def evaluate(
     except EvaluationStopped as exc:  # a key, a model name or a context size to fix
         fail(str(exc), 1)
         return
-    title = "auto (plan reward model)" if chooser is not None else topology.name
-    out.print(summary_table(summary, f"{title} on {data} ({spec.describe()})"))
+    title = "auto (plan reward model)" if chooser is not None else plan.name
+    out.print(summary_table(summary, f"{title} on {data} ({plan.backend.describe()})"))
     out.print(f"results: {out_dir / 'results.jsonl'}", markup=False)
     if summary["failed"]:
         fail(f"{summary['failed']} problem(s) failed; rerun the same command to retry them", 1)

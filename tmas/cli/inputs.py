@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,16 +15,14 @@ from tmas.api import check_problem
 from tmas.config import (
     ConfigError,
     RoleModel,
-    TMASConfig,
     describe_validation_error,
     load_config,
     merged_roles,
 )
-from tmas.graphs.settings import topology_config
+from tmas.graphs.run_plan import RunPlan, plan_run
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.llm.vllm.options import normalize_key
-from tmas.nodes.control.selection_rules import selection_rule
 
 
 def _stdin_text() -> str:
@@ -60,7 +58,7 @@ def read_documents(paths: list[Path]) -> list[str]:
     return documents
 
 
-def parse_pairs(items: list[str], what: str = "KEY=VALUE") -> list[tuple[str, str]]:
+def parse_pairs(items: Sequence[str], what: str = "KEY=VALUE") -> list[tuple[str, str]]:
     """``KEY=VALUE`` strings as pairs.
 
     Example:
@@ -89,7 +87,9 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def role_settings(role_models: list[str], role_base_urls: list[str]) -> dict[str, RoleModel]:
+def role_settings(
+    role_models: Sequence[str], role_base_urls: Sequence[str]
+) -> dict[str, RoleModel]:
     """Per-role model overrides from ``ROLE=MODEL`` and ``ROLE=URL`` options."""
     roles: dict[str, dict[str, str]] = {}
     for role, model in parse_pairs(role_models, "ROLE=MODEL"):
@@ -108,23 +108,19 @@ def load_topology(graph: str, plugins: list[str], prompt_files: Sequence[Path] =
     return api.load_topology(graph, plugins=plugins, prompts=list(prompt_files))
 
 
-def build_config(
-    topology: GraphSpec,
-    given: dict[str, Any],
-    settings: list[str],
-    roles: dict[str, RoleModel],
-) -> TMASConfig:
-    """Config from, in rising priority: defaults, the topology's config, options, ``--set``
-    (:func:`tmas.graphs.settings.topology_config`, as from Python).
-
-    Round widths given here set the number of iterations unless ``-t`` is given too (the
-    topology's own iteration count gives way).
+def caller_settings(
+    given: dict[str, Any], settings: Sequence[str], roles: dict[str, RoleModel]
+) -> dict[str, Any]:
+    """The settings a command line gives, in rising priority: its options, ``--role-model``
+    and ``--role-base-url``, ``--set`` (per-role settings merge field by field); the topology's
+    ``config:`` block gives way to them when the run is planned
+    (:func:`tmas.graphs.run_plan.plan_run`).
 
     Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> build_config(load_bundled("majority_vote"), {}, ["round_widths=[4, 2]"],
-        ...              {}).max_iterations
-        2
+        >>> roles = role_settings(["verifier=judge"], [])
+        >>> sets = ['roles={"verifier": {"max_tokens": 64}}']
+        >>> caller_settings({"n_candidates": 2, "seed": None}, sets, roles)
+        {'n_candidates': 2, 'roles': {'verifier': {'model': 'judge', 'max_tokens': 64}}}
     """
     chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
     sets = {key: parse_value(value) for key, value in parse_pairs(settings)}
@@ -133,11 +129,11 @@ def build_config(
     if roles and isinstance(sets.get("roles"), dict):  # --role-model and --set roles= both hold
         chosen["roles"] = merged_roles(roles, sets.pop("roles"))
     chosen.update(sets)
-    return topology_config(topology, chosen)
+    return chosen
 
 
 def engine_args(
-    items: list[str],
+    items: Sequence[str],
     gpu_memory_utilization: float | None = None,
     tensor_parallel_size: int | None = None,
     pipeline_parallel_size: int | None = None,
@@ -159,34 +155,6 @@ def engine_args(
     }
     options.update({key: value for key, value in named.items() if value is not None})
     return options
-
-
-def backend_values(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The backend fields from the model options of ``solve``, ``eval`` or ``serve`` (the
-    command's ``locals()``: its parameters carry the options' names).
-
-    Example:
-        >>> values = backend_values(dict(
-        ...     backend="vllm", model="m", base_url=None, n_ctx=4096, threads=None,
-        ...     engine="batched", max_sequences=8, engine_arg=[], gpu_memory_utilization=0.5,
-        ...     tensor_parallel_size=None, pipeline_parallel_size=None, dtype=None,
-        ...     adapter=None, device=None))
-        >>> values["kind"], values["engine_args"]
-        ('vllm', {'gpu_memory_utilization': 0.5})
-    """
-    named = ("model", "base_url", "n_ctx", "engine", "max_sequences", "adapter", "device")
-    return {
-        "kind": options["backend"],
-        "n_threads": options["threads"],
-        **{name: options[name] for name in named},
-        "engine_args": engine_args(
-            options["engine_arg"],
-            options["gpu_memory_utilization"],
-            options["tensor_parallel_size"],
-            options["pipeline_parallel_size"],
-            options["dtype"],
-        ),
-    }
 
 
 def build_backend(**values: Any) -> BackendSpec:
@@ -226,18 +194,23 @@ def setup_run(
     plugins: list[str],
     given: dict[str, Any],
     settings: list[str],
-    role_models: list[str],
-    role_base_urls: list[str],
-    backend: dict[str, Any],
+    roles: dict[str, RoleModel],
+    backend: BackendSpec,
     prompt_files: Sequence[Path] = (),
-) -> tuple[GraphSpec, TMASConfig, BackendSpec]:
-    """Topology, config and backend from command-line values (raises on any bad one)."""
+) -> RunPlan:
+    """The run's plan from command-line values: the topology (its plugins imported, its prompt
+    files applied), the settings given (:func:`caller_settings`) over its ``config:`` block,
+    and ``backend`` (:func:`tmas.graphs.run_plan.plan_run`); raises on any bad value, before
+    anything is saved.
+
+    Example:
+        >>> plan = setup_run("majority_vote", [], {"seed": 3}, ["round_widths=[4, 2]"], {},
+        ...                  BackendSpec(model="smollm2"))
+        >>> plan.name, plan.config.seed, plan.config.max_iterations
+        ('majority_vote', 3, 2)
+    """
     topology = load_topology(graph, plugins, prompt_files)
-    config = build_config(topology, given, settings, role_settings(role_models, role_base_urls))
-    config.check_roles()
-    if config.selection is not None:
-        selection_rule(config.selection)  # an unknown rule is refused before anything runs
-    return topology, config, build_backend(**backend)
+    return plan_run(topology, caller_settings(given, settings, roles), backend, plugins)
 
 
 def revised_settings(
@@ -257,6 +230,7 @@ def revised_settings(
     ConfigError for a bad value, leaving the saved settings alone.
 
     Example:
+        >>> from tmas.config import TMASConfig
         >>> config, backend = revised_settings(
         ...     TMASConfig().model_dump(mode="json"),
         ...     {"kind": "openai", "model": "m", "base_url": "http://h/v1"},

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from tmas.cli.common import DbOption, err, error_line, fail, out
 from tmas.cli.inputs import read_problem
+from tmas.cli.model_options import ModelOptions, training_options
 from tmas.config import ConfigError
 from tmas.llm.model_files import ModelFileError
 from tmas.orchrm.pairs import PairsError, build_pairs
@@ -58,6 +59,7 @@ def pairs(
 
 
 @orchrm_app.command("train")
+@training_options()
 def train(
     pairs_path: Annotated[Path, typer.Argument(help="pairs.jsonl from tmas orchrm pairs")],
     out_dir: Annotated[Path, typer.Option("--out", help="folder for the reward model")],
@@ -65,9 +67,8 @@ def train(
     eval_fraction: Annotated[
         float, typer.Option(min=0.0, max=0.9, help="share of problems held out")
     ] = 0.2,
-    model: Annotated[str, typer.Option(help="base model: smollm2, qwen, a checkpoint")] = (
-        "smollm2"
-    ),
+    *,
+    models: ModelOptions,
     epochs: Annotated[int, typer.Option(min=1)] = 3,
     batch_size: Annotated[int, typer.Option(min=1, help="pairs per step")] = 8,
     learning_rate: Annotated[float, typer.Option(min=0.0)] = DEFAULT_LEARNING_RATE,
@@ -76,7 +77,6 @@ def train(
     max_length: Annotated[int, typer.Option(min=64, help="tokens of problem and plan")] = 1024,
     seed: int = 0,
     save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 10,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train the plan reward model (Bradley-Terry loss, LoRA and a score head); rerun the same
@@ -88,9 +88,10 @@ def train(
         settings = RewardModelSettings(
             pairs=str(pairs_path.resolve()),
             eval_pairs=str(eval_pairs.resolve()) if eval_pairs else None,
-            eval_fraction=eval_fraction, model=model, epochs=epochs, batch_size=batch_size,
-            learning_rate=learning_rate, lora_r=lora_r, lora_alpha=lora_alpha,
-            max_length=max_length, seed=seed, save_every=save_every, device=device,
+            eval_fraction=eval_fraction, model=models.model, epochs=epochs,
+            batch_size=batch_size, learning_rate=learning_rate, lora_r=lora_r,
+            lora_alpha=lora_alpha, max_length=max_length, seed=seed, save_every=save_every,
+            device=models.device,
         )  # fmt: skip
         record = train_reward_model(settings, out_dir, progress=not quiet)
     except (ValidationError, PairsError, ModelFileError, ValueError, OSError) as exc:
@@ -106,6 +107,7 @@ def train(
 
 
 @orchrm_app.command("score")
+@training_options("device")
 def score(
     problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
     reward_model: Annotated[Path, typer.Option(help="the reward model folder")],
@@ -113,7 +115,8 @@ def score(
     allow_unseen_plans: Annotated[
         bool, typer.Option(help="score plans the reward model was not trained on")
     ] = False,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
+    *,
+    models: ModelOptions,
     as_json: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
 ) -> None:
     """Rank every plan of a plan space for a problem by its reward-model score (nothing runs)."""
@@ -125,7 +128,7 @@ def score(
         space = load_plan_space(plan_space)
         chooser = PlanChooser(
             str(reward_model), k=len(space.plans), space=space,
-            allow_unseen=allow_unseen_plans, device=device,
+            allow_unseen=allow_unseen_plans, device=models.device,
         )  # fmt: skip
         choice = chooser.choose(text)
     except (ConfigError, PlanError, RewardModelError, ModelFileError) as exc:

@@ -9,39 +9,25 @@ from typing import Annotated
 import typer
 
 from tmas.cli.common import (
-    AdapterOption,
-    BackendOption,
-    BaseUrlOption,
     ConcurrencyOption,
     DbOption,
-    DeviceOption,
-    DtypeOption,
-    EngineArgOption,
-    EngineOption,
-    GpuMemoryOption,
-    MaxSequencesOption,
     MemoryOption,
-    ModelOption,
-    NCtxOption,
-    PipelineParallelOption,
     PluginOption,
-    RoleBaseUrlOption,
-    RoleModelOption,
-    TensorParallelOption,
-    ThreadsOption,
     check_database,
     err,
     error_line,
     fail,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import backend_values, build_backend, role_settings
+from tmas.cli.model_options import ModelOptions, model_options
 from tmas.config import TMASConfig
 from tmas.llm.hosts import is_loopback
 from tmas.llm.model_files import ModelFileError
+from tmas.roles import RoleBook
 from tmas.serve.topologies import offered_topologies
 
 
+@model_options()
 def serve(
     graph: Annotated[
         list[str],
@@ -61,22 +47,8 @@ def serve(
         typer.Option(envvar="TMAS_SERVE_API_KEY", help="require Authorization: Bearer KEY",
                      show_default=False),
     ] = None,
-    backend: BackendOption = "llamacpp",
-    model: ModelOption = None,
-    base_url: BaseUrlOption = None,
-    role_model: RoleModelOption = [],  # noqa: B006
-    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
-    n_ctx: NCtxOption = 4096,
-    threads: ThreadsOption = None,
-    engine: EngineOption = "batched",
-    max_sequences: MaxSequencesOption = 8,
-    engine_arg: EngineArgOption = [],  # noqa: B006
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    pipeline_parallel_size: PipelineParallelOption = None,
-    dtype: DtypeOption = None,
-    adapter: AdapterOption = None,
-    device: DeviceOption = None,
+    *,
+    models: ModelOptions,
     memory: MemoryOption = None,
     max_concurrency: ConcurrencyOption = None,
     max_concurrent_runs: Annotated[
@@ -107,12 +79,15 @@ def serve(
     if on_disconnect not in ("cancel", "finish"):
         fail(f"--on-disconnect must be cancel or finish, not {on_disconnect!r}")
     try:
-        spec = build_backend(**backend_values(locals()))
-        roles = role_settings(role_model, role_base_url)
+        spec = models.backend_spec()
+        roles = models.role_settings()
         topologies = offered_topologies(graph, plugin, spec.kind, bundled=bundled)
         if not topologies:
             raise ValueError("no topology to offer: give --graph with --no-bundled")
-        checked_router(spec, TMASConfig(roles=roles).check_roles())  # the models answer
+        known = RoleBook.registered().declaring(
+            {n: d.model_dump() for t in topologies.values() for n, d in t.roles.items()}
+        )
+        checked_router(spec, TMASConfig(roles=roles).check_roles(known))  # the models answer
     except (ValueError, ModelFileError) as exc:
         fail(error_line(exc))
         return

@@ -15,7 +15,8 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.outcome import finish
-from tmas.cli.tables import customisation_lines
+from tmas.cli.tables import customisation_lines, plan_lines
+from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunOutcome
 from tmas.storage.run_registry import UnknownRunError
@@ -30,8 +31,9 @@ def show(
         bool, typer.Option("--prompts", help="print the run's prompt overrides in full")
     ] = False,
 ) -> None:
-    """Print a run's per-iteration table and its final answer (and the roles it declared and
-    the prompts it overrode)."""
+    """Print a run's per-iteration table and its final answer, with its plan (backend, models,
+    channels, plugins), the roles it declared and the prompts it overrode; ``--json`` includes
+    the whole plan."""
     with open_manager(db, create=False) as manager:
         try:
             record = manager.registry.get(run_id)
@@ -40,6 +42,8 @@ def show(
             return
         state = saved_state(manager.storage, run_id)
         status = manager.status_of(record, state)
+        plan = saved_plan(record.plan, record.config, record.backend, record.topology,
+                          load_plugins=False)  # fmt: skip
     if not as_json:
         out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
     spec = (record.topology or {}).get("spec") or {}
@@ -47,10 +51,11 @@ def show(
     plan_choice = (record.topology or {}).get("plan_choice")
     if plan_choice:
         customised["plan_choice"] = plan_choice
+    customised["plan"] = plan.record()
     if not as_json:
         out.print(f"topology: {record.graph}   status: {status}", markup=False)
-        for line in customisation_lines(customised, full_prompts=prompts):
-            out.print(plain(line, 100_000), markup=False, highlight=False)
+        for line in plan_lines(plan) + customisation_lines(customised, full_prompts=prompts):
+            out.print(plain(line, 100_000), markup=False, highlight=False, soft_wrap=True)
         if plan_choice:
             out.print("plans scored before the run (--graph auto):", markup=False)
             out.print(describe_choice(plan_choice), markup=False, highlight=False)

@@ -20,36 +20,20 @@ from tmas.cli.auto_plan import (
     make_chooser,
 )
 from tmas.cli.common import (
-    AdapterOption,
-    BackendOption,
-    BaseUrlOption,
     CandidatesOption,
     ConcurrencyOption,
     DbOption,
-    DeviceOption,
-    DtypeOption,
-    EngineArgOption,
-    EngineOption,
-    GpuMemoryOption,
     GraphOption,
     IterationsOption,
     JsonOption,
-    MaxSequencesOption,
     MaxTokensOption,
     MemoryOption,
-    ModelOption,
-    NCtxOption,
-    PipelineParallelOption,
     PluginOption,
     PromptsOption,
     ProofOption,
     ReviewOption,
-    RoleBaseUrlOption,
-    RoleModelOption,
     SetOption,
     StreamOption,
-    TensorParallelOption,
-    ThreadsOption,
     VerificationsOption,
     err,
     error_line,
@@ -58,20 +42,20 @@ from tmas.cli.common import (
 )
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import (
-    backend_values,
-    build_backend,
     proof_reference,
     read_documents,
     read_problem,
-    role_settings,
     run_options,
     setup_run,
 )
+from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import drive, finish, live_options
+from tmas.graphs.run_plan import plan_run
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.run_registry import new_run_id
 
 
+@model_options()
 def solve(
     problem: Annotated[str, typer.Argument(help="the problem text, or - to read stdin")],
     gold: Annotated[str | None, typer.Option(help="gold answer: report Pass@1")] = None,
@@ -99,22 +83,8 @@ def solve(
         typer.Option(help="proof problems: a file holding a reference proof the judge grades with"),
     ] = None,
     temperature: float | None = None,
-    backend: BackendOption = "llamacpp",
-    model: ModelOption = None,
-    base_url: BaseUrlOption = None,
-    role_model: RoleModelOption = [],  # noqa: B006
-    role_base_url: RoleBaseUrlOption = [],  # noqa: B006
-    n_ctx: NCtxOption = 4096,
-    threads: ThreadsOption = None,
-    engine: EngineOption = "batched",
-    max_sequences: MaxSequencesOption = 8,
-    engine_arg: EngineArgOption = [],  # noqa: B006
-    gpu_memory_utilization: GpuMemoryOption = None,
-    tensor_parallel_size: TensorParallelOption = None,
-    pipeline_parallel_size: PipelineParallelOption = None,
-    dtype: DtypeOption = None,
-    adapter: AdapterOption = None,
-    device: DeviceOption = None,
+    *,
+    models: ModelOptions,
     max_concurrency: ConcurrencyOption = None,
     set_values: SetOption = [],  # noqa: B006
     run_id: Annotated[str | None, typer.Option(help="id of the new run (default: random)")] = None,
@@ -132,29 +102,25 @@ def solve(
         given["memory"] = memory
         given["proof"] = proof or None
         gold = proof_reference(proof, gold, reference)
-        backend_fields = backend_values(locals())
         extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
         check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
         plan_choice = None
+        roles = models.role_settings()
+        backend = models.backend_spec()
         if graph == AUTO:
-            spec = build_backend(**backend_fields)
             chooser = make_chooser(
-                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, spec, seed or 0
+                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, backend,
+                seed or 0,
             )  # type: ignore[arg-type]
             choice = chooser.choose(text)
             plan_choice = choice.record()
             err.print(f"plans scored before running:\n{describe_choice(plan_choice)}", markup=False)
-            topology = choice.chosen.spec
             plugin = list(chooser.space.plugins) if chooser.space else []
-            config = auto_config(
-                choice.chosen.config, seed, role_settings(role_model, role_base_url)
-            )
+            config = auto_config(choice.chosen.config, seed, roles)
+            plan = plan_run(choice.chosen.spec, config, backend, plugin)
         else:
-            topology, config, spec = setup_run(
-                graph, plugin, given, set_values, role_model, role_base_url, backend_fields,
-                prompts,
-            )  # fmt: skip
-        router = checked_router(spec, config)
+            plan = setup_run(graph, plugin, given, set_values, roles, backend, prompts)
+        router = checked_router(plan.backend, plan.config)
     except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
         fail(error_line(exc))
         return
@@ -162,16 +128,13 @@ def solve(
     with open_manager(db, for_writing=True, router_factory=lambda *_: router) as manager:
         if manager.registry.exists(run_id):
             fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
-        err.print(f"run {run_id} ({topology.name}, {spec.describe()})", markup=False)
+        err.print(f"run {run_id} ({plan.name}, {plan.backend.describe()})", markup=False)
         outcome = drive(
             lambda: manager.start(
                 run_id,
                 problem=text,
                 gold_answer=gold,
-                config=config,
-                backend=spec,
-                spec=topology,
-                plugins=plugin,
+                plan=plan,
                 documents=documents,
                 plan_choice=plan_choice,
                 show_progress=not quiet,

@@ -9,6 +9,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from tmas.graphs.run_plan import RunPlan
 from tmas.state import failed_calls_by_role, lost_roles
 from tmas.storage.run_registry import RunRecord
 from tmas.terminal import plain
@@ -167,4 +168,32 @@ def customisation_lines(customised: dict[str, Any], *, full_prompts: bool = Fals
         if full_prompts:
             for key in sorted(prompts):
                 lines += [f"--- {key}", prompts[key]]
+    return lines
+
+
+def plan_lines(plan: RunPlan) -> list[str]:
+    """Lines describing a run's plan: its digest and backend, the main model and each role's
+    model where it differs, its state channels and its plugins.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
+        >>> from tmas.llm.backend import BackendSpec
+        >>> lines = plan_lines(plan_run(load_bundled("majority_vote"), None,
+        ...                              BackendSpec(model="smollm2")))
+        >>> lines[1]
+        'models: solver=llamacpp:smollm2'
+    """
+    config = plan.config
+    sizes = f"N={config.n_candidates} M={config.n_verifications} T={config.max_iterations}"
+    lines = [f"plan {plan.digest()}: {plan.backend.describe()}, {sizes}, seed {config.seed}"]
+    main = plan.models.get("solver")
+    shown = [f"{r}={m}" for r, m in plan.models.items() if r == "solver" or m != main]
+    lines.append("models: " + ", ".join(shown))
+    if plan.channels:
+        described = [f"{name} ({c['reducer']})" for name, c in plan.channels.items()]
+        lines.append("channels: " + ", ".join(described))
+    if plan.plugins:
+        described = [f"{p.module} (sha256 {p.sha256 or '?'})" for p in plan.plugins]
+        lines.append("plugins: " + ", ".join(described))
     return lines

@@ -11,6 +11,7 @@ import typer
 from pydantic import ValidationError
 
 from tmas.cli.common import err, error_line, fail, out
+from tmas.cli.model_options import ModelOptions, model_options, training_options
 from tmas.llm.model_files import ModelFileError
 
 train_app = typer.Typer(
@@ -19,12 +20,18 @@ train_app = typer.Typer(
 
 
 @train_app.command("grpo")
+@training_options(model={"help": "base model: smollm2, qwen, a checkpoint or hub id"})
+@model_options(
+    "backend", "model", "base_url", into="judge_models", prefix="judge",
+    backend={"default": "hf", "help": "llamacpp | openai | hf | vllm"},
+    model={"help": "default: the base model (an openai judge must name one)"},
+    base_url={"help": "openai judge endpoint"},
+)  # fmt: skip
 def grpo(
     data: Annotated[Path, typer.Argument(help="rows from tmas export rollouts (.parquet/.jsonl)")],
     out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
-    model: Annotated[
-        str, typer.Option(help="base model: smollm2, qwen, a checkpoint or hub id")
-    ] = "smollm2",
+    *,
+    models: ModelOptions,
     steps: Annotated[int, typer.Option(min=1)] = 50,
     generations: Annotated[int, typer.Option(min=2, help="completions per prompt")] = 4,
     prompts_per_step: Annotated[int, typer.Option(min=1)] = 1,
@@ -41,14 +48,9 @@ def grpo(
     w_novelty: Annotated[float, typer.Option(min=0.0, help="weight of novelty")] = 0.5,
     novelty_needs_correct: Annotated[bool, typer.Option(help="novelty only when correct")] = False,
     judge: Annotated[bool, typer.Option(help="score novelty with a judge model")] = True,
-    judge_backend: Annotated[str, typer.Option(help="llamacpp | openai | hf | vllm")] = "hf",
-    judge_model: Annotated[
-        str | None, typer.Option(help="default: the base model (an openai judge must name one)")
-    ] = None,
-    judge_base_url: Annotated[str | None, typer.Option(help="openai judge endpoint")] = None,
+    judge_models: ModelOptions,
     judge_prompt: Annotated[Path | None, typer.Option(help="judge prompt template file")] = None,
     use_vllm: Annotated[bool, typer.Option(help="generate with vLLM (GPU)")] = False,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train a LoRA adapter with GRPO; rerun the same command to resume after a stop."""
@@ -58,16 +60,16 @@ def grpo(
 
     try:
         settings = GRPOSettings(
-            data=str(data.resolve()), model=model, steps=steps, num_generations=generations,
+            data=str(data.resolve()), model=models.model, steps=steps, num_generations=generations,
             prompts_per_step=prompts_per_step, max_completion_length=max_completion_length,
             learning_rate=learning_rate, beta=beta, temperature=temperature, lora_r=lora_r,
             lora_alpha=lora_alpha, seed=seed, save_every=save_every,
             weights={"correctness": w_correctness, "experience": w_experience,
                      "novelty": w_novelty, "novelty_needs_correct": novelty_needs_correct},
-            judge={"enabled": judge, "backend": judge_backend, "model": judge_model,
-                   "base_url": judge_base_url,
+            judge={"enabled": judge, "backend": judge_models.backend, "model": judge_models.model,
+                   "base_url": judge_models.base_url,
                    "prompt_file": str(judge_prompt.resolve()) if judge_prompt else None},
-            use_vllm=use_vllm, device=device,
+            use_vllm=use_vllm, device=models.device,
         )  # fmt: skip
         record = train_grpo(settings, out_dir, progress=not quiet)
     except ValidationError as exc:
@@ -81,6 +83,7 @@ def grpo(
 
 
 @train_app.command("latent")
+@training_options()
 def latent(
     data: Annotated[
         str, typer.Argument(help="problems (JSONL, gsm8k, math500) or exported run rows")
@@ -90,7 +93,8 @@ def latent(
         "latent_mas"
     ),
     limit: Annotated[int | None, typer.Option(min=1, help="first N problems")] = None,
-    model: Annotated[str, typer.Option(help="base model: smollm2, qwen, a checkpoint")] = "smollm2",
+    *,
+    models: ModelOptions,
     steps: Annotated[int, typer.Option(min=1)] = 20,
     batch_size: Annotated[int, typer.Option(min=1, help="problems per step")] = 2,
     learning_rate: Annotated[float, typer.Option(min=0.0)] = 2e-4,
@@ -99,7 +103,6 @@ def latent(
     max_target_tokens: Annotated[int, typer.Option(min=1, help="longest target")] = 256,
     seed: int = 0,
     save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 5,
-    device: Annotated[str | None, typer.Option(help="cpu, cuda (default: auto)")] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train the final agent of a latent topology on the latent traces its upstream agents
@@ -110,10 +113,10 @@ def latent(
     source = str(Path(data).resolve()) if Path(data).exists() else data
     try:
         settings = LatentSFTSettings(
-            data=source, limit=limit, graph=graph, model=model, steps=steps,
+            data=source, limit=limit, graph=graph, model=models.model, steps=steps,
             batch_size=batch_size, learning_rate=learning_rate, lora_r=lora_r,
             lora_alpha=lora_alpha, max_target_tokens=max_target_tokens, seed=seed,
-            save_every=save_every, device=device,
+            save_every=save_every, device=models.device,
         )  # fmt: skip
         record = train_latent(settings, out_dir, progress=not quiet)
     except (ValidationError, ModelFileError, ValueError, OSError) as exc:  # data, spec: ValueError

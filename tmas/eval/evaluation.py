@@ -27,10 +27,10 @@ from tmas.eval.identity import (
 )
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.results import ANSWERED, summarize
-from tmas.graphs.catalog import run_plugins
-from tmas.graphs.compiler import compile_spec
-from tmas.graphs.settings import topology_config
-from tmas.graphs.spec import GraphSpec, parse_spec
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.compiler import compile_plan
+from tmas.graphs.run_plan import RunPlan, plan_run, saved_plan
+from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.storage import is_database_url, open_storage
@@ -48,19 +48,21 @@ class EvaluationStopped(RuntimeError):
 class Evaluation:
     """One evaluation: what runs, on what, where results go.
 
-    ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of several machines
-    it must be a URL every node can reach. ``config`` gives way to nothing it sets: the spec's
-    ``config:`` block fills the rest, as for a single run.
+    Every problem runs by ``plan`` (:func:`tmas.graphs.run_plan.plan_run`); a caller without
+    one gives ``spec``, ``config``, ``backend`` and ``plugins``, planned here once, exactly as
+    for a single run. ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of
+    several machines it must be a URL every node can reach.
     """
 
     problems: list[Problem]
-    spec: GraphSpec
-    config: TMASConfig
-    backend: BackendSpec
-    router: ModelRouter | None
-    db: str | Path
-    out_dir: Path
+    spec: GraphSpec | None = None
+    config: TMASConfig | None = None
+    backend: BackendSpec | None = None
+    router: ModelRouter | None = None
+    db: str | Path = ""
+    out_dir: Path = Path()
     plugins: list[str] = field(default_factory=list)
+    plan: RunPlan | None = None
     concurrency: int = 1
     max_concurrency: int | None = None
     ray_address: str | None = None
@@ -71,10 +73,12 @@ class Evaluation:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        # the spec's config: block under the given settings, as for a single run; plugins as
-        # the runs save them (a file by its absolute path)
-        self.config = topology_config(self.spec, self.config)
-        self.plugins = run_plugins(self.spec, self.plugins)
+        if self.plan is None:
+            backend = self.backend or BackendSpec().resolved()
+            self.plan = plan_run(self.spec or load_bundled("tmas"), self.config, backend,
+                                 self.plugins)  # fmt: skip
+        self.spec, self.config = self.plan.topology, self.plan.config
+        self.backend, self.plugins = self.plan.backend, self.plan.plugin_refs()
 
     def _previous_rows(self) -> dict[str, dict[str, Any]]:
         path = self.out_dir / RESULTS
@@ -90,19 +94,16 @@ class Evaluation:
         return rows
 
     def _plan_for(self, problem: Problem, run_id: str, storage: Any) -> dict[str, Any]:
-        """The spec, config and plan choice of one problem's run under ``--graph auto``: the
-        saved ones when the run exists (a rerun never chooses again), else the chooser's."""
+        """The run plan and plan choice of one problem's run under ``--graph auto``: the saved
+        ones when the run exists (a rerun never chooses again), else the chooser's."""
         if storage.registry.exists(run_id):
             record = storage.registry.get(run_id)
-            topology = record.topology or {}
-            return {
-                "spec": parse_spec(topology["spec"]),
-                "config": TMASConfig(**record.config),
-                "plan_choice": topology.get("plan_choice"),
-            }
+            plan = saved_plan(record.plan, record.config, record.backend, record.topology)
+            return {"plan": plan, "plan_choice": (record.topology or {}).get("plan_choice")}
         choice = self.chooser.choose(problem.problem)
         config = choice.chosen.config.model_copy(update={"seed": self.config.seed})
-        return {"spec": choice.chosen.spec, "config": config, "plan_choice": choice.record()}
+        plan = plan_run(choice.chosen.spec, config, self.backend, self.plugins)
+        return {"plan": plan, "plan_choice": choice.record()}
 
     def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
         db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
@@ -111,16 +112,14 @@ class Evaluation:
         try:
             for problem in self.problems:
                 run_id = eval_run_id(self.out_dir, problem.id)
-                plan = {"spec": self.spec, "config": self.config, "plan_choice": None}
+                plan = {"plan": self.plan, "plan_choice": None}
                 if storage is not None:
                     plan = self._plan_for(problem, run_id, storage)
                 jobs.append(
                     ProblemJob(
                         problem=problem,
                         run_id=run_id,
-                        backend=self.backend,
                         db=str(db),
-                        plugins=tuple(self.plugins),
                         max_concurrency=self.max_concurrency,
                         previous_wall_s=(previous.get(problem.id) or {}).get("wall_s"),
                         **plan,
@@ -163,11 +162,7 @@ class Evaluation:
                 if not storage.registry.exists(job.run_id):
                     continue
                 if correct:
-                    storage.registry.set_settings(
-                        job.run_id,
-                        job.config.model_dump(mode="json"),
-                        job.backend.model_dump(mode="json"),
-                    )
+                    storage.registry.set_plan(job.run_id, job.plan.record())
                 elif check and (reason := settings_mismatch(storage.registry.get(job.run_id), job)):
                     raise EvaluationMismatch(f"{self.out_dir}: {reason}")
         finally:
@@ -178,15 +173,15 @@ class Evaluation:
         parameter, planner or selection rule is refused before anything is saved."""
         router = self.router or make_router(self.backend, self.config)
         space = getattr(self.chooser, "space", None)
-        for plan in space.plans if space is not None else ():
-            compile_spec(plan.spec, plan.config, router)
+        for choice in space.plans if space is not None else ():
+            compile_plan(plan_run(choice.spec, choice.config, self.backend, self.plugins), router)
         if self.chooser is None:
-            compile_spec(self.spec, self.config, router)
+            compile_plan(self.plan, router)
 
     def identity(self) -> dict[str, Any]:
         """Everything that determines this evaluation's results (:mod:`tmas.eval.identity`);
         under ``--graph auto`` the plans, the reward model and K stand for the one spec."""
-        identity = evaluation_identity(self.spec, self.config, self.backend, self.plugins)
+        identity = evaluation_identity(self.plan)
         if self.chooser is None:
             return identity
         kept = ("backend", "models", "plugins", "about")

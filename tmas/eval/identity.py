@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from tmas.config import EXECUTION_SETTINGS, TMASConfig
-from tmas.graphs.plugin_files import plugin_source
+from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
-from tmas.nodes.prompts import PromptSet
 from tmas.roles import BUILTIN_ROLES
 
 IDENTITY = "identity.json"
@@ -33,36 +32,6 @@ class EvaluationMismatch(ValueError):
 def _digest(text: str | bytes) -> str:
     data = text.encode("utf-8") if isinstance(text, str) else text
     return hashlib.sha256(data).hexdigest()[:16]
-
-
-def plugin_digest(ref: str) -> str | None:
-    """A digest of a plugin's source file (None when it cannot be found).
-
-    Example:
-        >>> plugin_digest("tmas.roles") is not None, plugin_digest("no_such_module_here")
-        (True, None)
-    """
-    source = plugin_source(ref)
-    return _digest(source.read_bytes()) if source is not None else None
-
-
-def role_models(config: TMASConfig, backend: BackendSpec) -> dict[str, str]:
-    """The model that plays each role: the backend's, or the role's override.
-
-    Example:
-        >>> from tmas.config import RoleModel
-        >>> config = TMASConfig(roles={"verifier": RoleModel(model="judge")})
-        >>> role_models(config, BackendSpec(kind="openai", base_url="http://h/v1", model="m"))
-        ... # doctest: +ELLIPSIS
-        {'solver': 'openai:m @ http://h/v1', 'verifier': 'openai:judge @ http://h/v1', ...}
-    """
-    models = {}
-    for role in dict.fromkeys([*BUILTIN_ROLES, *config.roles]):
-        override = config.roles.get(role)
-        model = (override.model if override else None) or backend.model or "default"
-        url = (override.base_url if override else None) or backend.base_url
-        models[role] = f"{backend.kind}:{model}" + (f" @ {url}" if url else "")
-    return models
 
 
 NOT_RESULT_SETTINGS = EXECUTION_SETTINGS
@@ -128,15 +97,16 @@ def run_identity(
     }
 
 
-def evaluation_identity(
-    spec: GraphSpec, config: TMASConfig, backend: BackendSpec, plugins: list[str]
-) -> dict[str, Any]:
-    """Everything that determines an evaluation's results, as plain JSON-able data.
+def evaluation_identity(plan: RunPlan) -> dict[str, Any]:
+    """Everything that determines an evaluation's results, as plain JSON-able data: read from
+    its run plan (the topology's wiring, the config, the backend, the model of every role, the
+    plugins with their digests and the digest of every template).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> identity = evaluation_identity(load_bundled("pacore"), TMASConfig(), BackendSpec(
-        ...     model="smollm2"), [])
+        >>> from tmas.graphs.run_plan import plan_run
+        >>> plan = plan_run(load_bundled("pacore"), None, BackendSpec(model="smollm2"))
+        >>> identity = evaluation_identity(plan)
         >>> identity["graph"], identity["backend"]["model"], identity["models"]["verifier"]
         ('pacore', 'smollm2', 'llamacpp:smollm2')
     """
@@ -144,11 +114,12 @@ def evaluation_identity(
         version = metadata.version("tmas")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    plugin_list = [{"module": m, "sha256": plugin_digest(m)} for m in plugins]
+    plugin_list = [plugin.model_dump() for plugin in plan.plugins]
+    compared = [*BUILTIN_ROLES, *plan.config.roles]  # the roles whose models can be chosen
     return {
-        **run_identity(spec.name, config, backend, spec, plugin_list),
-        "models": role_models(config, backend),
-        "prompts": PromptSet(spec.prompts).digests(),
+        **run_identity(plan.name, plan.config, plan.backend, plan.topology, plugin_list),
+        "models": {role: plan.models[role] for role in dict.fromkeys(compared)},
+        "prompts": plan.prompt_set().digests(),
         "about": {"tmas_version": version},
     }
 

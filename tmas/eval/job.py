@@ -11,14 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.eval.data import Problem
 from tmas.eval.identity import identity_changes, run_identity
 from tmas.eval.results import result_row
-from tmas.graphs.spec import GraphSpec
+from tmas.graphs.run_plan import RunPlan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.backend import make_router
 from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter
 from tmas.storage import StorageError, open_storage
@@ -42,11 +41,8 @@ class ProblemJob:
 
     problem: Problem
     run_id: str
-    spec: GraphSpec
-    config: TMASConfig
-    backend: BackendSpec
+    plan: RunPlan
     db: str
-    plugins: tuple[str, ...] = ()
     max_concurrency: int | None = None
     previous_wall_s: float | None = None
     plan_choice: dict[str, Any] | None = None
@@ -57,23 +53,24 @@ _ROUTERS: dict[str, ModelRouter] = {}
 
 def _worker_router(job: ProblemJob) -> ModelRouter:
     """One router per backend and config in this process, reused by every job it runs."""
-    key = job.backend.model_dump_json() + job.config.model_dump_json()
+    key = job.plan.backend.model_dump_json() + job.plan.config.model_dump_json()
     if key not in _ROUTERS:
-        _ROUTERS[key] = make_router(job.backend, job.config)
+        _ROUTERS[key] = make_router(job.plan.backend, job.plan.config)
     return _ROUTERS[key]
 
 
 def settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
     """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation:
     the differences between its saved settings and the job's, or None."""
-    topology = record.topology or {}
+    topology, plan = record.topology or {}, job.plan
     saved_spec = topology.get("spec")
-    if saved_spec is None and record.graph == job.spec.name:  # saved before runs kept it
-        saved_spec = job.spec
+    if saved_spec is None and record.graph == plan.name:  # saved before runs kept it
+        saved_spec = plan.topology
     saved = run_identity(
         record.graph, record.config, record.backend, saved_spec, topology.get("plugins") or []
     )
-    current = run_identity(job.spec.name, job.config, job.backend, job.spec, list(job.plugins))
+    current = run_identity(plan.name, plan.config, plan.backend, plan.topology,
+                           plan.plugin_refs())  # fmt: skip
     changes = identity_changes(saved, current)
     if not changes:
         return None
@@ -105,7 +102,7 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     """Start, resume or report the run of ``job`` and return its results row (never raises:
     a failure is reported in the row's ``error``; ``fatal`` when no other problem can succeed
     either until a setting is fixed, see ``ModelCallError.fatal``)."""
-    problem, run_id, name = job.problem, job.run_id, job.spec.name
+    problem, run_id, name = job.problem, job.run_id, job.plan.name
     try:
         storage = open_storage(job.db)
     except StorageError as exc:
@@ -126,11 +123,8 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
             outcome = manager.start(
                 run_id,
                 problem=problem.problem,
-                gold_answer=problem.solution if job.config.proof else problem.answer,
-                config=job.config,
-                backend=job.backend,
-                spec=job.spec,
-                plugins=list(job.plugins),
+                gold_answer=problem.solution if job.plan.config.proof else problem.answer,
+                plan=job.plan,
                 show_progress=False,
                 max_concurrency=job.max_concurrency,
                 plan_choice=job.plan_choice,

@@ -62,7 +62,7 @@ def _connect(address: str, env_vars: dict[str, str]) -> bool:
 
 def _forwarded_env(jobs: Sequence[ProblemJob]) -> dict[str, str]:
     """API key variables the workers need, taken from this process's environment."""
-    names = {job.backend.api_key_env for job in jobs if job.backend.api_key_env}
+    names = {job.plan.backend.api_key_env for job in jobs if job.plan.backend.api_key_env}
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
@@ -98,7 +98,7 @@ def run_on_ray(
                 yield ray.get(done[0])
             except ray.exceptions.RayError as exc:
                 reason = f"Ray task failed: {type(exc).__name__}: {str(exc)[:500]}"
-                yield result_row(job.problem, job.run_id, job.spec.name, {}, None, reason)
+                yield result_row(job.problem, job.run_id, job.plan.name, {}, None, reason)
     finally:
         for ref in in_flight:
             ray.cancel(ref, force=True)

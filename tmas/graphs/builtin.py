@@ -16,10 +16,25 @@ from tmas.graphs.registry import NodeContext, register_node, register_tasks
 from tmas.nodes.agents.delm import DELM_WORKER_STEPS, DelmAnswer, DelmSeed, DelmWorker
 from tmas.nodes.agents.experience import ExtractExperience
 from tmas.nodes.agents.guideline import ExtractGuideline
-from tmas.nodes.agents.reflection import reflection_tasks
-from tmas.nodes.agents.solver import Solve, solver_tasks
-from tmas.nodes.agents.summarizer import ReportsAsSummary, Summarize, summary_tasks
-from tmas.nodes.agents.verifier import Verify, verification_tasks
+from tmas.nodes.agents.reflection import (
+    REFLECTION_PROMPTS,
+    REFLECTION_TASK_FIELDS,
+    reflection_tasks,
+)
+from tmas.nodes.agents.solver import SOLVER_PROMPTS, SOLVER_TASK_FIELDS, Solve, solver_tasks
+from tmas.nodes.agents.summarizer import (
+    SUMMARY_PROMPTS,
+    SUMMARY_TASK_FIELDS,
+    ReportsAsSummary,
+    Summarize,
+    summary_tasks,
+)
+from tmas.nodes.agents.verifier import (
+    VERIFICATION_TASK_FIELDS,
+    VERIFIER_PROMPTS,
+    Verify,
+    verification_tasks,
+)
 from tmas.nodes.control.bank_update import UpdateBanks
 from tmas.nodes.control.iteration import StartIteration
 from tmas.nodes.control.planners import PlannerName, option_problems
@@ -39,22 +54,26 @@ def _start_iteration(
     final_round_size: Annotated[int, Field(ge=1, le=256)] | None = None,
     **options: Any,
 ) -> StartIteration:
-    return StartIteration(ctx.config, planner, final_round_size=final_round_size, **options)
+    return StartIteration(
+        ctx.config, planner, final_round_size=final_round_size, channels=ctx.channels, **options
+    )
 
 
-@register_node("solve", calls_llm=True, produces_candidates=True)
+@register_node(
+    "solve", calls_llm=True, produces_candidates=True, role="solver", prompts=SOLVER_PROMPTS
+)
 def _solve(ctx: NodeContext) -> Solve:
-    return Solve(ctx.router, ctx.config, ctx.prompts)
+    return Solve(ctx)
 
 
-@register_node("verify", calls_llm=True)
+@register_node("verify", calls_llm=True, role="verifier", prompts=VERIFIER_PROMPTS)
 def _verify(ctx: NodeContext) -> Verify:
-    return Verify(ctx.router, ctx.config, ctx.prompts)
+    return Verify(ctx)
 
 
-@register_node("summarize", calls_llm=True)
+@register_node("summarize", calls_llm=True, role="summary", prompts=SUMMARY_PROMPTS)
 def _summarize(ctx: NodeContext) -> Summarize:
-    return Summarize(ctx.router, ctx.config, ctx.prompts)
+    return Summarize(ctx)
 
 
 @register_node("reports_as_summary")
@@ -62,14 +81,14 @@ def _reports_as_summary(ctx: NodeContext) -> ReportsAsSummary:
     return ReportsAsSummary()
 
 
-@register_node("extract_experience", calls_llm=True)
+@register_node("extract_experience", calls_llm=True, role="experience", prompts=REFLECTION_PROMPTS)
 def _extract_experience(ctx: NodeContext) -> ExtractExperience:
-    return ExtractExperience(ctx.router, ctx.config, ctx.prompts)
+    return ExtractExperience(ctx)
 
 
-@register_node("extract_guideline", calls_llm=True)
+@register_node("extract_guideline", calls_llm=True, role="guideline", prompts=REFLECTION_PROMPTS)
 def _extract_guideline(ctx: NodeContext) -> ExtractGuideline:
-    return ExtractGuideline(ctx.router, ctx.config, ctx.prompts)
+    return ExtractGuideline(ctx)
 
 
 @register_node("update_banks")
@@ -81,12 +100,25 @@ def _update_banks(ctx: NodeContext) -> UpdateBanks:
 def _record_iteration(
     ctx: NodeContext, selection: SelectionName = DEFAULT_SELECTION
 ) -> RecordIteration:
-    return RecordIteration(ctx.config, selection)
+    return RecordIteration(ctx.config, selection, ctx.channels)
 
 
-@register_node("delm_seed", calls_llm=True, max_calls=lambda params, config: 1, needs_store=True)
+DELM_PLANNER = ("problem", "max_tasks")
+DELM_WORKER = ("problem", "task", "notes", "document")
+DELM_ANSWER = ("problem", "notes")
+
+
+@register_node(
+    "delm_seed",
+    calls_llm=True,
+    max_calls=lambda params, config: 1,
+    needs_store=True,
+    role="solver",
+    group="delm",
+    prompts={"planner_system": DELM_PLANNER, "planner_user": DELM_PLANNER},
+)
 def _delm_seed(ctx: NodeContext, max_tasks: Annotated[int, Field(ge=1, le=64)] = 4) -> DelmSeed:
-    return DelmSeed(ctx.router, ctx.config, max_tasks, prompt_set=ctx.prompts)
+    return DelmSeed(ctx, max_tasks)
 
 
 def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
@@ -94,7 +126,15 @@ def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
     return 2 * int(params.get("steps", DELM_WORKER_STEPS))
 
 
-@register_node("delm_worker", calls_llm=True, max_calls=_worker_calls, needs_store=True)
+@register_node(
+    "delm_worker",
+    calls_llm=True,
+    max_calls=_worker_calls,
+    needs_store=True,
+    role="solver",
+    group="delm",
+    prompts={"worker_system": DELM_WORKER, "worker_user": DELM_WORKER},
+)
 def _delm_worker(
     ctx: NodeContext,
     steps: Annotated[int, Field(ge=1, le=1000)] = DELM_WORKER_STEPS,
@@ -104,20 +144,25 @@ def _delm_worker(
     poll_s: Annotated[float, Field(gt=0)] = 0.05,
 ) -> DelmWorker:
     return DelmWorker(
-        ctx.router,
-        ctx.config,
+        ctx,
         steps=steps,
         claim_ttl_s=claim_ttl_s,
         max_tasks=max_tasks,
         max_note_chars=max_note_chars,
         poll_s=poll_s,
-        prompt_set=ctx.prompts,
     )
 
 
-@register_node("delm_answer", calls_llm=True, needs_store=True)
+@register_node(
+    "delm_answer",
+    calls_llm=True,
+    needs_store=True,
+    role="solver",
+    group="delm",
+    prompts={"answer_system": DELM_ANSWER, "answer_user": DELM_ANSWER},
+)
 def _delm_answer(ctx: NodeContext) -> DelmAnswer:
-    return DelmAnswer(ctx.router, ctx.config, ctx.prompts)
+    return DelmAnswer(ctx)
 
 
 def join(_: Any) -> dict[str, Any]:
@@ -144,7 +189,15 @@ def _per_check(config: TMASConfig, width: int) -> int:
     return width * config.n_verifications
 
 
-register_tasks("solver_tasks", count=per_candidate, label="N")(solver_tasks)
-register_tasks("verification_tasks", count=_per_check, label="N x M")(verification_tasks)
-register_tasks("summary_tasks", count=per_candidate, label="N")(summary_tasks)
-register_tasks("reflection_tasks", count=per_candidate, label="N")(reflection_tasks)
+register_tasks("solver_tasks", count=per_candidate, label="N", fields=SOLVER_TASK_FIELDS)(
+    solver_tasks
+)
+register_tasks(
+    "verification_tasks", count=_per_check, label="N x M", fields=VERIFICATION_TASK_FIELDS
+)(verification_tasks)
+register_tasks("summary_tasks", count=per_candidate, label="N", fields=SUMMARY_TASK_FIELDS)(
+    summary_tasks
+)
+register_tasks(
+    "reflection_tasks", count=per_candidate, label="N", fields=REFLECTION_TASK_FIELDS
+)(reflection_tasks)

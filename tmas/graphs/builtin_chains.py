@@ -15,16 +15,11 @@ from tmas.llm.hf.internals import LatentModelError, loaded_model_of
 from tmas.nodes.agents.chain import chain_answer_tasks, missing_template
 from tmas.nodes.agents.latent_agents import LatentAgent, LatentAnswer
 from tmas.nodes.agents.text_agents import TextAgent, TextAnswer
-from tmas.roles import Role
 
 LatentSteps = Annotated[int, Field(ge=0, le=4096)]
 
 
 register_tasks("chain_answer_tasks", count=per_candidate, label="N")(chain_answer_tasks)
-
-
-def _role(ctx: NodeContext) -> Role:
-    return ctx.router.model_role or "solver"
 
 
 def _checked(ctx: NodeContext, agent: str) -> str:
@@ -37,16 +32,16 @@ def _checked(ctx: NodeContext, agent: str) -> str:
 def _shared_model(ctx: NodeContext, agent: str) -> Any:
     """The in-process model of a latent node's role, which must be the run's main model: all
     latent agents extend one KV cache."""
-    loaded = loaded_model_of(ctx.router.model_for(_role(ctx)), agent)
+    loaded = loaded_model_of(ctx.router.model_for(ctx.role), agent)
     if loaded is not loaded_model_of(ctx.router.main, agent):
         raise LatentModelError(
-            f"node {agent!r} plays {_role(ctx)!r} on another model than the run's: latent agents "
+            f"node {agent!r} plays {ctx.role!r} on another model than the run's: latent agents "
             "share one KV cache, so every one of them runs on the main model"
         )
     return loaded
 
 
-@register_node("latent_agent", calls_llm=True, needs_internals=True)
+@register_node("latent_agent", calls_llm=True, needs_internals=True, role="solver")
 def _latent_agent(
     ctx: NodeContext,
     agent: str,
@@ -56,7 +51,7 @@ def _latent_agent(
 ) -> LatentAgent:
     loaded = _shared_model(ctx, agent)
     return LatentAgent(
-        loaded, ctx.prompts, _role(ctx), _checked(ctx, agent), latent_steps, realign, keep_prompt
+        loaded, ctx.prompts, ctx.role, _checked(ctx, agent), latent_steps, realign, keep_prompt
     )
 
 
@@ -65,26 +60,26 @@ def _latent_agent(
     calls_llm=True,
     produces_candidates=True,
     needs_internals=True,
+    role="solver",
 )
 def _latent_answer(ctx: NodeContext, agent: str = "judger") -> LatentAnswer:
-    role = _role(ctx)
     loaded = _shared_model(ctx, agent)
-    temperature = ctx.router.temperature_for(role)
+    temperature = ctx.router.temperature_for(ctx.role)
     return LatentAnswer(
         loaded,
         ctx.prompts,
-        role,
+        ctx.role,
         _checked(ctx, agent),
-        ctx.config.max_tokens_for(role),
+        ctx.max_tokens,
         ctx.config.temperature if temperature is None else temperature,
     )
 
 
-@register_node("text_agent", calls_llm=True)
+@register_node("text_agent", calls_llm=True, role="solver")
 def _text_agent(ctx: NodeContext, agent: str) -> TextAgent:
-    return TextAgent(ctx.router, ctx.config, ctx.prompts, _role(ctx), _checked(ctx, agent))
+    return TextAgent(ctx, _checked(ctx, agent))
 
 
-@register_node("text_answer", calls_llm=True, produces_candidates=True)
+@register_node("text_answer", calls_llm=True, produces_candidates=True, role="solver")
 def _text_answer(ctx: NodeContext, agent: str = "judger") -> TextAnswer:
-    return TextAnswer(ctx.router, ctx.config, ctx.prompts, _role(ctx), _checked(ctx, agent))
+    return TextAnswer(ctx, _checked(ctx, agent))

@@ -1,41 +1,70 @@
-"""Compiling a validated topology spec into a LangGraph ``StateGraph``."""
+"""Compiling a run's plan (or a validated topology spec) into a LangGraph ``StateGraph``."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import RetryPolicy, Send
+from langgraph.types import RetryPolicy
 
 from tmas.config import TMASConfig
-from tmas.graphs import spec as spec_names
 from tmas.graphs.call_failures import RequireCandidate, record_failures, retry_policy
-from tmas.graphs.catalog import NODE_TYPES, TASK_BUILDERS
-from tmas.graphs.pipeline import bodies
-from tmas.graphs.registry import NodeContext
-from tmas.graphs.settings import topology_config
-from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec, NodeSpec
-from tmas.graphs.validate import plain_sources, validate_spec
+from tmas.graphs.catalog import NODE_TYPES
+from tmas.graphs.edges import add_edge, add_plain_edges
+from tmas.graphs.pipeline import bodies, is_pipeline
+from tmas.graphs.run_plan import RunPlan, Settings, plan_run
+from tmas.graphs.spec import GraphSpec, NodeSpec
+from tmas.graphs.traits import after_solvers
+from tmas.graphs.validate import validate_spec
+from tmas.llm.backend import custom_backend
 from tmas.llm.router import ModelRouter
-from tmas.nodes.control.stop_rules import (
-    RecordStop,
-    early_conditions,
-    first_holding,
-    run_finished,
-)
+from tmas.nodes.channels import ChannelSpec, state_schema
+from tmas.nodes.context import NodeContext
 from tmas.nodes.prompts import PromptSet
-from tmas.state import ChainOutput, RunState
+from tmas.roles import RoleBook
+from tmas.state import ChainOutput
 
 
-def _endpoint(name: str) -> str:
-    return {spec_names.START: START, spec_names.END: END}.get(name, name)
+@dataclass(frozen=True)
+class CompileSettings:
+    """What every node of one compiled topology shares: the run's config, models, templates,
+    roles and state channels (a run's plan, ready to build nodes from)."""
+
+    config: TMASConfig
+    router: ModelRouter
+    prompts: PromptSet = field(default_factory=PromptSet)
+    roles: RoleBook = field(default_factory=RoleBook.registered)
+    channels: Mapping[str, ChannelSpec] = field(default_factory=dict)
+
+    @classmethod
+    def of_plan(cls, plan: RunPlan, router: ModelRouter) -> CompileSettings:
+        """The settings a plan compiles with (its router told the plan's roles)."""
+        roles = plan.role_book()
+        return cls(plan.config, router.with_roles(roles), plan.prompt_set(), roles,
+                   plan.channel_specs())  # fmt: skip
+
+    def node_context(self, node: NodeSpec) -> NodeContext:
+        """The context of one node: its role is its spec's ``role:``, else its type's own; a
+        spec's ``role:`` also serves every call of the node with that role's model."""
+        node_type = NODE_TYPES[node.type]
+        role = node.role or node_type.role or "solver"
+        router = self.router.for_role(node.role) if node.role else self.router
+        return NodeContext(
+            config=self.config,
+            router=router,
+            prompts=self.prompts,
+            role=role,
+            group=node_type.prompt_group,
+            roles=self.roles,
+            channels=self.channels,
+            compile_body=lambda body: compile_body(body, self),
+        )
 
 
 def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
@@ -81,180 +110,111 @@ def with_async(action: Any, name: str) -> Any:
     return RunnableCallable(action, acall, name=name, trace=False)
 
 
-def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
-    """Ids of the spec's nodes whose type has ``trait`` (a flag of :class:`NodeType`), in
-    declaration order; a pipeline node has it when a node of its body has it.
+def written_channels(spec: GraphSpec, channels: Mapping[str, ChannelSpec]) -> frozenset[str]:
+    """The channels the nodes of ``spec`` (and of its bodies) write.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> nodes_where(load_bundled("tmas"), "ends_iteration")
-        ['record_iteration']
-        >>> nodes_where(load_bundled("tmas"), "produces_candidates")
-        ['candidate']
+        >>> written_channels(load_bundled("tmas"), {})
+        frozenset()
     """
-    inner = {node_id: bool(nodes_where(body, trait)) for node_id, body in bodies(spec).items()}
-    return [
-        node.id
+    names = {
+        name
         for node in spec.nodes
-        if inner.get(node.id)
-        or (node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait))
-    ]
-
-
-def after_solvers(spec: GraphSpec) -> set[str]:
-    """The nodes a plain edge leads to from a solver node (where no candidate is an error).
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> after_solvers(load_bundled("tmas_barrier")), after_solvers(load_bundled("tmas"))
-        ({'candidates_ready'}, {'update_banks'})
-    """
-    solvers = set(solver_nodes(spec))
-    return {target for target, sources in plain_sources(spec).items() if solvers & set(sources)}
-
-
-def solver_nodes(spec: GraphSpec) -> list[str]:
-    """Ids of the nodes that write the candidates (types registered ``produces_candidates``,
-    and pipelines whose body has one).
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> solver_nodes(load_bundled("tmas_barrier")), solver_nodes(load_bundled("tmas"))
-        (['solve'], ['candidate'])
-    """
-    return nodes_where(spec, "produces_candidates")
-
-
-def fanout_payloads(fanout: FanOut, state: dict[str, Any], config: TMASConfig) -> list[dict]:
-    """The task payloads one fan-out edge sends (to each of its targets).
-
-    Example:
-        >>> fanout_payloads(FanOut(copies=2), {"problem": "p", "iteration": 1}, TMASConfig())
-        [{'problem': 'p', 'iteration': 1, 'copy': 0}, {'problem': 'p', 'iteration': 1, 'copy': 1}]
-    """
-    if fanout.tasks is not None:
-        return TASK_BUILDERS[fanout.tasks](state, config)
-    base = {"problem": state.get("problem"), "iteration": state.get("iteration")}
-    if fanout.over is not None:
-        return [
-            {**base, "item": item, "index": i}
-            for i, item in enumerate(state.get(fanout.over) or [])
-        ]
-    return [{**base, "copy": i} for i in range(fanout.copies or 0)]
-
-
-def stop_node(source: str) -> str:
-    """The name of the node through which the loop leaving ``source`` exits when a condition
-    other than ``run_finished`` ended it (it records the stop reason). A loop also ends once a
-    node set a stop reason, whether or not its ``until`` lists ``run_finished``.
-
-    Example:
-        >>> stop_node("record_iteration")
-        'record_iteration.stop'
-    """
-    return f"{source}.stop"
-
-
-def _add_loop(graph: StateGraph, edge: EdgeSpec) -> None:
-    source, back_to, exit_to = _endpoint(edge.source), edge.targets[0], _endpoint(edge.exit)
-    early = early_conditions(edge.conditions)
-    via = stop_node(edge.source)
-    if early:  # the stop node exists only where a condition can end the loop early
-        graph.add_node(via, RecordStop(early))
-        graph.add_edge(via, exit_to)
-
-    def route(state: dict[str, Any]) -> str:
-        if run_finished(state):  # a node set the stop reason (max_iterations): done
-            return exit_to
-        return via if first_holding(early, state) else back_to
-
-    graph.add_conditional_edges(source, route, [back_to, exit_to, *([via] if early else [])])
-
-
-def _add_edge(graph: StateGraph, edge: EdgeSpec, config: TMASConfig) -> None:
-    if edge.until is not None:
-        _add_loop(graph, edge)
-    elif edge.fanout is not None:
-        source = _endpoint(edge.source)
-        targets = [_endpoint(t) for t in edge.targets]
-        fanout = edge.fanout
-
-        def route(state: dict[str, Any]) -> list[Send]:
-            return [Send(t, p) for p in fanout_payloads(fanout, state, config) for t in targets]
-
-        graph.add_conditional_edges(source, route, targets)
-
-
-def _add_plain_edges(graph: StateGraph, spec: GraphSpec) -> None:
-    """One edge per target: from its only source, or a join that waits for all of them."""
-    for target, sources in plain_sources(spec).items():
-        ends = [_endpoint(source) for source in sources]
-        graph.add_edge(ends[0] if len(ends) == 1 else ends, _endpoint(target))
+        if node.type in NODE_TYPES
+        for name in NODE_TYPES[node.type].writes
+        if name in channels
+    }
+    for inner in bodies(spec).values():
+        names |= written_channels(inner, channels)
+    return frozenset(names)
 
 
 def build_graph(
     spec: GraphSpec,
-    config: TMASConfig,
-    router: ModelRouter,
-    prompts: PromptSet,
+    settings: CompileSettings,
     *,
-    state_schema: type = RunState,
     output_schema: type | None = None,
     guarded: bool = True,
 ) -> StateGraph:
     """The uncompiled graph of a validated ``spec``; ``guarded`` puts the all-solvers-failed
     check after its solvers (a chain's body leaves it to the run's graph)."""
-    graph = StateGraph(state_schema, output_schema=output_schema)
+    graph = StateGraph(state_schema(settings.channels), output_schema=output_schema)
     for node in spec.nodes:
-        node_router = router.for_role(node.role) if node.role else router
-        context = NodeContext(config=config, router=node_router, prompts=prompts)
-        context = replace(context, compile_body=functools.partial(compile_body, context=context))
-        action = _action(node, spec, context, guarded)
-        graph.add_node(node.id, action, retry_policy=_retry(node, config))
+        action = _action(node, spec, settings.node_context(node), guarded)
+        graph.add_node(node.id, action, retry_policy=_retry(node, settings.config))
+    inner = bodies(spec)
+    kept_out = {
+        node.id: written_channels(inner[node.id], settings.channels)
+        for node in spec.nodes
+        if is_pipeline(node) and node.id in inner
+    }
     for edge in spec.edges:
         if edge.fanout is not None or edge.until is not None:
-            _add_edge(graph, edge, config)
-    _add_plain_edges(graph, spec)
+            add_edge(graph, edge, settings.config, settings.channels, kept_out)
+    add_plain_edges(graph, spec)
     return graph
 
 
-def compile_body(body: GraphSpec, context: NodeContext) -> CompiledStateGraph:
+def compile_body(body: GraphSpec, settings: CompileSettings) -> CompiledStateGraph:
     """A pipeline node's body as a subgraph on the run's state that hands back only what a
-    chain produces (:data:`tmas.state.ChainOutput`). It has no checkpointer of its own: it
-    saves under its own namespace in the run's, and resumes from there.
+    chain produces (:data:`tmas.state.ChainOutput`, and the channels its nodes write). It has no
+    checkpointer of its own: it saves under its own namespace in the run's, and resumes from
+    there.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> from tmas.graphs.pipeline import bodies
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> body = bodies(load_bundled("tmas"))["candidate"]
-        >>> context = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()))
-        >>> sorted(compile_body(body, context).output_channels)[:2]
+        >>> settings = CompileSettings(TMASConfig(), ModelRouter(ScriptedChatModel()))
+        >>> sorted(compile_body(body, settings).output_channels)[:2]
         ['call_failures', 'candidates']
     """
-    graph = build_graph(
-        body,
-        context.config,
-        context.router,
-        context.prompts,
-        output_schema=ChainOutput,
-        guarded=False,
+    written = {
+        name: spec
+        for name, spec in settings.channels.items()
+        if name in written_channels(body, settings.channels)
+    }
+    output = state_schema(written, base=ChainOutput)
+    return build_graph(body, settings, output_schema=output, guarded=False).compile(
+        name=body.name
     )
-    return graph.compile(name=body.name)
 
 
-def compile_spec(
-    spec: GraphSpec,
-    config: TMASConfig | Mapping[str, Any] | None,
+def compile_plan(
+    plan: RunPlan,
     router: ModelRouter,
     *,
     checkpointer: BaseCheckpointSaver | None = None,
     store: BaseStore | None = None,
-    state_schema: type = RunState,
 ) -> CompiledStateGraph:
-    """Validate ``spec`` and compile it with the given models and checkpointer; its config is
-    the spec's ``config:`` block under the settings ``config`` gives
-    (:func:`tmas.graphs.settings.topology_config`).
+    """Compile a run's plan as it is: its topology, config, templates, roles and channels, with
+    ``router`` serving its models.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.llm.backend import BackendSpec
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> plan = plan_run(load_bundled("majority_vote"), {"n_candidates": 2},
+        ...                 BackendSpec(kind="custom", model="scripted"))
+        >>> graph = compile_plan(plan, ModelRouter(ScriptedChatModel()))
+        >>> graph.invoke({"problem": "9 + 9?"})["final_answer"]
+        '18'
+    """
+    graph = build_graph(plan.topology, CompileSettings.of_plan(plan, router))
+    return graph.compile(checkpointer=checkpointer, store=store, name=plan.name)
+
+
+def compile_spec(
+    spec: GraphSpec,
+    config: Settings,
+    router: ModelRouter,
+    *,
+    checkpointer: BaseCheckpointSaver | None = None,
+    store: BaseStore | None = None,
+) -> CompiledStateGraph:
+    """Validate ``spec``, plan a run of it with ``router``'s models (:func:`plan_run`: the
+    spec's ``config:`` block under the settings ``config`` gives) and compile that plan.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -265,33 +225,5 @@ def compile_spec(
         [3]
     """
     validate_spec(spec)
-    config = topology_config(spec, config).check_roles()
-    graph = build_graph(
-        spec, config, router, PromptSet(spec.prompts), state_schema=state_schema
-    )
-    return graph.compile(checkpointer=checkpointer, store=store, name=spec.name)
-
-
-def spec_uses_store(spec: GraphSpec) -> bool:
-    """Whether a topology's nodes share a LangGraph store while they run (a node type
-    registered ``needs_store``).
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> spec_uses_store(load_bundled("delm")), spec_uses_store(load_bundled("tmas"))
-        (True, False)
-    """
-    return bool(nodes_where(spec, "needs_store"))
-
-
-def spec_needs_internals(spec: GraphSpec) -> bool:
-    """Whether a topology's nodes read the model's internals (hidden states, KV cache), so
-    that only an in-process model (``--backend hf``) can run it.
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> spec_needs_internals(load_bundled("latent_mas")), spec_needs_internals(
-        ...     load_bundled("text_mas"))
-        (True, False)
-    """
-    return bool(nodes_where(spec, "needs_internals"))
+    plan = plan_run(spec, config, custom_backend(router.main, router.overrides))
+    return compile_plan(plan, router, checkpointer=checkpointer, store=store)

@@ -25,6 +25,7 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.graphs.spec import GraphSpec, NodeSpec, SpecError, parse_spec
+from tmas.nodes.channels import RUN_STATE_KEYS
 from tmas.state import CHAIN_INPUT_KEYS, RunState
 
 PIPELINE = "pipeline"
@@ -126,9 +127,9 @@ def with_inline_bodies(spec: GraphSpec) -> GraphSpec:
 
 
 def candidate_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
-    """One chain input per plan: that plan alone, the run's problem, iteration and banks, and
-    the earlier rollouts the plan reads; the body's own task builders then make one
-    candidate's tasks from it.
+    """One chain input per plan: that plan alone, the run's problem, iteration and banks, the
+    earlier rollouts the plan reads and the values of the run's state channels (but those the
+    body writes itself); the body's own task builders then make one candidate's tasks from it.
 
     Example:
         >>> from tmas.nodes.control.iteration import plan_iteration
@@ -138,6 +139,7 @@ def candidate_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]
         [(0, []), (1, [])]
     """
     base = {key: state[key] for key in CHAIN_INPUT_KEYS if key in state}  # type: ignore[literal-required]
+    base.update({key: value for key, value in state.items() if key not in RUN_STATE_KEYS})
     tasks = []
     for plan in state.get("plans", []):
         named = {plan.get("parent_index"), *plan.get("references", [])}

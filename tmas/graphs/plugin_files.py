@@ -187,3 +187,14 @@ def plugin_source(ref: str) -> Path | None:
             return None
         origin = found.origin if found is not None else None
     return Path(origin) if origin and Path(origin).is_file() else None
+
+
+def plugin_digest(ref: str) -> str | None:
+    """A digest of a plugin's source file (None when it cannot be found).
+
+    Example:
+        >>> plugin_digest("tmas.roles") is not None, plugin_digest("no_such_module_here")
+        (True, None)
+    """
+    source = plugin_source(ref)
+    return hashlib.sha256(source.read_bytes()).hexdigest()[:16] if source is not None else None

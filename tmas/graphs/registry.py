@@ -16,17 +16,18 @@ in a spec; their names and annotated types are checked with the spec, before any
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.graphs.plugin_files import load_plugin
-from tmas.llm.router import ModelRouter
+from tmas.nodes.channels import register_channel
+from tmas.nodes.context import NodeContext
 from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
 from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
 from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
-from tmas.nodes.prompts import PromptSet, register_prompts
+from tmas.nodes.prompts import register_prompts
 from tmas.registration import keyword_problems, register_in
 from tmas.roles import register_role
 
@@ -36,6 +37,7 @@ __all__ = [
     "SELECTION_RULES",
     "STOP_CONDITIONS",
     "TASK_BUILDERS",
+    "TASK_FIELDS",
     "TASK_SIZES",
     "NodeContext",
     "NodeType",
@@ -43,6 +45,7 @@ __all__ = [
     "PlanRequest",
     "TaskSize",
     "load_plugin",
+    "register_channel",
     "register_node",
     "register_planner",
     "register_prompts",
@@ -69,18 +72,6 @@ class TaskSize:
 
 
 @dataclass(frozen=True)
-class NodeContext:
-    """What a node factory may use: the run's config, its model router (already set to the
-    node's ``role:`` when the spec gives one) and the run's prompt templates; ``compile_body``
-    compiles a pipeline node's body with the same settings (the compiler sets it)."""
-
-    config: TMASConfig
-    router: ModelRouter
-    prompts: PromptSet = field(default_factory=PromptSet)
-    compile_body: Callable[[Any], Any] | None = None
-
-
-@dataclass(frozen=True)
 class NodeType:
     """A registered node type: its factory and what the engine needs to know about it.
 
@@ -93,6 +84,14 @@ class NodeType:
     iteration is over after it (a reviewed run pauses there, a fork starts there);
     ``starts_iteration``: it opens an iteration (clears its lists), so no pipeline body may
     hold it; ``check_params``: extra checks of its parameters beyond names and types.
+
+    What it reads and writes: ``role``, its role when its spec gives none (model, budget,
+    usage row, prompt namespace), and ``group``, where the prompts its role lacks are found
+    (default: ``role``); ``prompts``, the templates it renders (name -> the fields it computes
+    for them beyond those its task carries; ``*`` stands for any other template of its
+    namespace); ``reads`` and ``writes``, the state channels it uses (a plugin channel it
+    names is added to the state of every topology using the node). The spec validator checks
+    each template a node renders against these before anything runs.
     """
 
     name: str
@@ -105,6 +104,16 @@ class NodeType:
     check_params: ParamCheck | None = None
     needs_internals: bool = False
     starts_iteration: bool = False
+    role: str | None = None
+    group: str | None = None
+    prompts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+
+    @property
+    def prompt_group(self) -> str | None:
+        """Where this type's prompts are found when a node's role lacks them."""
+        return self.group or self.role
 
     def build(self, context: NodeContext, params: Mapping[str, Any]) -> Any:
         """The node callable for one spec node."""
@@ -130,6 +139,7 @@ class NodeType:
 NODE_TYPES: dict[str, NodeType] = {}
 TASK_BUILDERS: dict[str, TaskBuilder] = {}
 TASK_SIZES: dict[str, TaskSize] = {}
+TASK_FIELDS: dict[str, tuple[str, ...]] = {}
 
 
 def register_node(
@@ -143,12 +153,17 @@ def register_node(
     check_params: ParamCheck | None = None,
     needs_internals: bool = False,
     starts_iteration: bool = False,
+    role: str | None = None,
+    group: str | None = None,
+    prompts: Mapping[str, Sequence[str]] | None = None,
+    reads: Sequence[str] = (),
+    writes: Sequence[str] = (),
 ) -> Callable[[NodeFactory], NodeFactory]:
     """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
 
     The node callable takes the state (or its fan-out task) and returns a state update. What
-    the flags mean: see :class:`NodeType`. Registering the same factory again is harmless;
-    another one under a taken name is refused.
+    the flags and declarations mean: see :class:`NodeType`. Registering the same factory again
+    is harmless; another one under a taken name is refused.
 
     Example:
         >>> @register_node("doc_example_noop")
@@ -173,6 +188,11 @@ def register_node(
             check_params=check_params,
             needs_internals=needs_internals,
             starts_iteration=starts_iteration,
+            role=role,
+            group=group,
+            prompts={key: tuple(fields) for key, fields in (prompts or {}).items()},
+            reads=tuple(reads),
+            writes=tuple(writes),
         )
         register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
         return factory
@@ -181,13 +201,19 @@ def register_node(
 
 
 def register_tasks(
-    name: str, *, count: TaskCount | None = None, label: str = "?"
+    name: str,
+    *,
+    count: TaskCount | None = None,
+    label: str = "?",
+    fields: Sequence[str] | None = None,
 ) -> Callable[[TaskBuilder], TaskBuilder]:
     """Register a fan-out task builder ``(state, config) -> list of task payloads``.
 
     ``count(config, width)`` says how many tasks it sends in an iteration of ``width``
     candidates when no model call failed (progress totals are exact then; without it they
-    count one task per candidate and say "about"); ``label`` names that number in diagrams.
+    count one task per candidate and say "about"); ``label`` names that number in diagrams;
+    ``fields`` names the keys every task carries (the prompts of the nodes it feeds may use
+    them; without it their prompts are not checked against it).
 
     Example:
         >>> @register_tasks("doc_example_pairs", count=lambda config, width: 2 * width,
@@ -203,6 +229,8 @@ def register_tasks(
         register(builder)
         if count is not None:
             TASK_SIZES[name] = TaskSize(count, label)
+        if fields is not None:
+            TASK_FIELDS[name] = tuple(fields)
         return builder
 
     return decorate

@@ -18,8 +18,9 @@ from collections.abc import Callable
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec, spec_needs_internals
-from tmas.graphs.settings import topology_config
+from tmas.graphs.compiler import compile_plan
+from tmas.graphs.run_plan import plan_run
+from tmas.graphs.traits import spec_needs_internals
 from tmas.llm.backend import backend_from_env, make_router
 from tmas.nodes.prompts import builtin_templates
 
@@ -35,9 +36,8 @@ builtin_templates()
 
 def served_graph(name: str) -> CompiledStateGraph:
     """Bundled topology ``name`` with its own settings and the environment's backend."""
-    spec = SPECS[name]
-    config = topology_config(spec)
-    return compile_spec(spec, config, make_router(backend_from_env(), config))
+    plan = plan_run(SPECS[name], None, backend_from_env())
+    return compile_plan(plan, make_router(plan.backend, plan.config))
 
 
 def _factory(name: str) -> Callable[[], CompiledStateGraph]:

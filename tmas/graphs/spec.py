@@ -14,9 +14,10 @@ A spec is a YAML or JSON file, a dict of the same shape, or a ``GraphSpec``::
       - {from: solve, to: vote}
       - {from: vote, to: start, until: run_finished}   # loop; exits to END when finished
 
-A spec may declare its own agent roles (``roles:``, see :mod:`tmas.roles`) and override or add
-prompt templates (``prompts:``, key ``group/name`` to the text or to ``{file: PATH}`` relative
-to the spec file, see :mod:`tmas.nodes.prompts`).
+A spec may declare its own agent roles (``roles:``, see :mod:`tmas.roles`), state channels
+(``channels:``, see :mod:`tmas.nodes.channels`) and override or add prompt templates
+(``prompts:``, key ``group/name`` to the text or to ``{file: PATH}`` relative to the spec
+file, see :mod:`tmas.nodes.prompts`).
 
 An edge with ``fanout`` sends one task per item (a registered task builder, a state list or
 K copies); an edge with ``until`` loops back to ``to`` until one of the named stop conditions
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -53,13 +54,22 @@ class RetrySpec(BaseModel):
 
 
 class FanOut(BaseModel):
-    """Exactly one of: a registered task builder, a state list to map over, or K copies."""
+    """Exactly one of: a registered task builder, a state list to map over, or K copies;
+    ``with`` adds state channels to every task (field name -> channel; a ``keyed`` channel
+    gives each task its candidate's entry).
 
-    model_config = ConfigDict(extra="forbid")
+    Example:
+        >>> FanOut.model_validate({"tasks": "verification_tasks",
+        ...                        "with": {"critique": "critiques"}}).with_
+        {'critique': 'critiques'}
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     tasks: str | None = None
     over: str | None = None
     copies: int | None = Field(default=None, ge=1, le=1024)
+    with_: dict[str, str] = Field(default_factory=dict, alias="with")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> FanOut:
@@ -89,6 +99,18 @@ class RoleDecl(BaseModel):
 
     max_tokens: int = Field(ge=1, le=262_144)
     model: str | None = None
+    description: str = ""
+
+
+class ChannelDecl(BaseModel):
+    """A state channel a spec declares (see :mod:`tmas.nodes.channels`): its reducer, whether
+    it empties when an iteration opens, and (append) how many items it keeps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reducer: Literal["append", "keyed", "replace"] = "replace"
+    per_iteration: bool = False
+    cap: int = Field(default=256, ge=1, le=100_000)
     description: str = ""
 
 
@@ -146,6 +168,7 @@ class GraphSpec(BaseModel):
     description: str = ""
     config: dict[str, Any] = Field(default_factory=dict)
     roles: dict[str, RoleDecl] = Field(default_factory=dict)
+    channels: dict[str, ChannelDecl] = Field(default_factory=dict)
     prompts: dict[str, str] = Field(default_factory=dict)
     nodes: list[NodeSpec]
     edges: list[EdgeSpec]

@@ -10,10 +10,12 @@ from tmas.graphs.catalog import (
     STOP_CONDITIONS,
     TASK_BUILDERS,
 )
+from tmas.graphs.contract_checks import contract_problems
 from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.spec import END, START, GraphSpec, SpecError
+from tmas.nodes.channels import CHANNELS, channel_spec
 from tmas.nodes.prompts import builtin_templates, override_problems
-from tmas.roles import BUILTIN_ROLES, declare_roles, declared_roles
+from tmas.roles import BUILTIN_ROLES, RoleBook
 
 
 def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph:
@@ -153,7 +155,7 @@ def _join_problems(spec: GraphSpec) -> list[str]:
 def _role_and_prompt_problems(spec: GraphSpec, outer_roles: frozenset[str]) -> list[str]:
     """Roles the nodes name but nobody declares, declarations that borrow the model of an
     unknown role or redeclare a built-in one, and prompt overrides that cannot work."""
-    known = set(declared_roles()) | set(spec.roles) | outer_roles
+    known = set(RoleBook.registered()) | set(spec.roles) | outer_roles
     problems = []
     for name, role in spec.roles.items():
         if name in BUILTIN_ROLES:
@@ -166,7 +168,7 @@ def _role_and_prompt_problems(spec: GraphSpec, outer_roles: frozenset[str]) -> l
                 f"node {node.id}: unknown role {node.role!r} (declare it under roles:; "
                 f"known: {', '.join(sorted(known))})"
             )
-    return problems + override_problems(spec.prompts, builtin_templates())
+    return problems
 
 
 def _param_problems(spec: GraphSpec) -> list[str]:
@@ -194,7 +196,7 @@ def _body_problems(body: GraphSpec) -> list[str]:
     """What a pipeline body may not do: loop, open or end an iteration, or declare what belongs
     to the whole topology (config, roles, prompts)."""
     problems = []
-    for key in ("config", "roles", "prompts"):
+    for key in ("config", "roles", "channels", "prompts"):
         if getattr(body, key):
             problems.append(f"{key}: belongs to the topology, not to a pipeline body")
     for edge in body.edges:
@@ -260,13 +262,35 @@ def validate_spec(spec: GraphSpec, source: str = "spec") -> GraphSpec:
     ones their type takes, of the right types (planners, selection rules known); edges name existing
     nodes; every node is reachable from START and can reach END; every cycle has an exit; a
     join (a node with several plain incoming edges) neither includes START nor mixes sources
-    inside and outside its loop; roles are declared and prompt overrides use only the fields
-    their prompt is given; a pipeline node's body passes the same checks, does not loop, open
-    or end an iteration, and the pipeline is entered by fan-outs only. A valid spec's
-    ``roles:`` are then declared (:mod:`tmas.roles`).
+    inside and outside its loop; roles are declared; channels are declared where nodes and
+    fan-outs name them, and every field a template names is given to the node that renders it
+    (:mod:`tmas.graphs.contract_checks`); a pipeline node's body passes the same checks, does
+    not loop, open or end an iteration, and the pipeline is entered by fan-outs only. A spec's
+    ``roles:`` belong to its runs (:class:`tmas.roles.RoleBook`), never to the process.
     """
     problems = _spec_problems(spec, (spec.name,))
+    if not problems:
+        problems = _contract_problems(spec)
     if problems:
         raise SpecError(problems, source)
-    declare_roles({name: role.model_dump() for name, role in spec.roles.items()})
     return spec
+
+
+def _contract_problems(spec: GraphSpec) -> list[str]:
+    """The spec's channel declarations, then the node contract (:mod:`contract_checks`); an
+    override of a template no node of the spec renders must use only the fields of the
+    template it overrides."""
+    problems = []
+    for name, decl in spec.channels.items():
+        try:
+            channel_spec(name, **decl.model_dump())
+        except ValueError as exc:
+            problems.append(f"channels.{name}: {exc}")
+    malformed = override_problems(spec.prompts, {})  # keys and templates that cannot work
+    if problems or malformed:
+        return problems + malformed
+    templates = {**builtin_templates(), **spec.prompts}
+    report = contract_problems(spec, templates, [*spec.channels, *CHANNELS])
+    unrendered = {k: v for k, v in spec.prompts.items() if k not in report.rendered}
+    known = {k: v for k, v in builtin_templates().items() if k in unrendered}
+    return report.problems + override_problems(unrendered, known)

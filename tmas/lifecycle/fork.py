@@ -55,8 +55,10 @@ def fork_run(
     parent = manager.registry.get(parent_id)
     if manager.registry.exists(new_id):
         raise ForkError(f"a run with id {new_id!r} already exists")
+    plan = manager.plan_of(parent)
     try:
-        config = merged_config(parent.config, updates or {})
+        config = merged_config(plan.config.model_dump(mode="json"), updates or {})
+        plan = plan.revised(config=config)
     except ValueError as exc:
         raise ForkError(str(exc)) from None
     if iteration >= config.max_iterations:
@@ -65,26 +67,24 @@ def fork_run(
             "one or raise max_iterations (--set max_iterations=...)"
         )
     state = state_after_iteration(manager, parent_id, iteration)
-    run_config = config.model_dump(mode="json")
-    graph, _, spec = manager.graph_for(run_config, parent.backend, parent.topology)
-    end_node = iteration_end_node(spec)
-    seeded = {**state, "config": run_config, "stop_reason": None}
-    for edge in spec.edges:
+    graph = manager.graph_for(plan)
+    end_node = iteration_end_node(plan.topology)
+    seeded = {**state, "stop_reason": None}
+    for edge in plan.topology.edges:
         early = early_conditions(edge.conditions)
         if edge.source == end_node and (holding := first_holding(early, seeded)):
             raise ForkError(
                 f"the loop's stop condition {holding!r} already holds after iteration "
                 f"{iteration}, so the fork would stop at once: fork from an earlier iteration"
             )
+    extra = {k: v for k, v in (parent.topology or {}).items() if k in ("plan_choice", "origin")}
     manager.registry.create(
         new_id,
         problem=parent.problem,
         gold_answer=parent.gold_answer,
-        graph=parent.graph,
-        config=run_config,
-        backend=parent.backend,
+        plan=plan.record(),
         parent_run_id=parent_id,
-        topology=parent.topology,
+        topology=extra,
         documents=parent.documents,
     )
     graph.update_state({"configurable": {"thread_id": new_id}}, seeded, as_node=end_node)

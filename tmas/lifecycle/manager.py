@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,41 +11,36 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.catalog import run_plugins
-from tmas.graphs.compiler import compile_spec, nodes_where, solver_nodes, spec_uses_store
+from tmas.graphs.compiler import compile_plan
 from tmas.graphs.estimate import estimate_run_calls
-from tmas.graphs.pipeline import pipeline_nodes, with_inline_bodies
-from tmas.graphs.plugin_files import load_plugin
-from tmas.graphs.settings import topology_config
-from tmas.graphs.spec import GraphSpec, parse_spec
-from tmas.lifecycle.event_loop import run_to_end
+from tmas.graphs.pipeline import pipeline_nodes
+from tmas.graphs.run_plan import RunPlan, Settings, plan_run, saved_plan
+from tmas.graphs.spec import GraphSpec
+from tmas.graphs.traits import nodes_where, solver_nodes, spec_uses_store
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.memory_runs import seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.lifecycle.run_end import after_finish, needs_after_finish
+from tmas.lifecycle.run_stream import (
+    EventSink,
+    RunCancelled,
+    finished_status,
+    stream_pass,
+)
 from tmas.lifecycle.solver_replay import solver_replay
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
-from tmas.nodes.prompts import PromptSet
 from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 from tmas.storage.run_registry import RunRecord
 
-EventSink = Callable[[dict[str, Any]], None]
 # Called with the state after each iteration of a reviewed run; returns channel updates to
 # apply before the next iteration ({} for none), or None to stop there (resume later).
 Reviewer = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 
-STOP_POLL_S = 0.1  # how often a run driven with a stop event looks at it
-
-
 class RunBusyError(RuntimeError):
     """The run is being driven by another live process."""
-
-
-class RunCancelled(RuntimeError):
-    """The run's stop event was set: it stopped where it was, saved up to its last step."""
 
 
 @dataclass
@@ -112,32 +105,22 @@ class RunManager:
             lambda backend, config: make_router(BackendSpec(**backend), config)
         )
 
-    def graph_for(
-        self,
-        run_config: dict[str, Any],
-        backend: dict[str, Any],
-        topology: dict[str, Any] | None,
-        max_concurrency: int | None = None,
-    ) -> tuple[CompiledStateGraph, TMASConfig, GraphSpec]:
-        """Build the compiled graph of a run, with at most ``max_concurrency`` LLM calls in
-        flight (None: the backend's own default, :meth:`BackendSpec.default_concurrency`).
-        Fails (before anything is saved) when the backend settings cannot work.
+    def plan_of(self, record: RunRecord) -> RunPlan:
+        """The plan a saved run runs by (its plugins loaded): the one it saved, or for a run
+        saved before runs kept plans, one made of its saved settings."""
+        return saved_plan(record.plan, record.config, record.backend, record.topology)
 
-        ``topology`` is ``{"spec": ..., "plugins": [...]}`` (None: the bundled TMAS spec)."""
-        topology = topology or {"spec": load_bundled("tmas").model_dump(by_alias=True)}
-        for module in topology.get("plugins", []):
-            load_plugin(module)
-        spec = parse_spec(topology["spec"])
-        config = TMASConfig(**run_config)
-        router: ModelRouter = self.router_factory(backend, config)
+    def graph_for(self, plan: RunPlan, max_concurrency: int | None = None) -> CompiledStateGraph:
+        """The compiled graph of a run's plan, with at most ``max_concurrency`` LLM calls in
+        flight (None: the backend's own default, :meth:`BackendSpec.default_concurrency`).
+        Fails (before anything is saved) when the backend settings cannot work."""
+        backend = plan.backend.model_dump(mode="json")
+        router: ModelRouter = self.router_factory(backend, plan.config)
         if max_concurrency is None:
-            max_concurrency = BackendSpec(**backend).default_concurrency()
+            max_concurrency = plan.backend.default_concurrency()
         router = router.limited_to(max_concurrency)
-        store = self.storage.store() if spec_uses_store(spec) else None
-        graph = compile_spec(
-            spec, config, router, checkpointer=self.storage.checkpointer, store=store
-        )
-        return graph, config, spec
+        store = self.storage.store() if spec_uses_store(plan.topology) else None
+        return compile_plan(plan, router, checkpointer=self.storage.checkpointer, store=store)
 
     def start(
         self,
@@ -145,8 +128,9 @@ class RunManager:
         *,
         problem: str,
         gold_answer: str | None,
-        config: TMASConfig,
-        backend: BackendSpec,
+        plan: RunPlan | None = None,
+        config: Settings = None,
+        backend: BackendSpec | None = None,
         spec: GraphSpec | None = None,
         plugins: list[str] | None = None,
         documents: list[str] | None = None,
@@ -159,8 +143,10 @@ class RunManager:
         stop: threading.Event | None = None,
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad).
-        Its config is the topology's ``config:`` block under the fields ``config`` sets
-        (:func:`tmas.graphs.settings.topology_config`).
+
+        The run follows ``plan`` (:func:`tmas.graphs.run_plan.plan_run`), saved with it; a
+        caller without one gives ``spec`` (default: TMAS), ``config``, ``backend`` and
+        ``plugins``, planned here the same way.
 
         ``on_event`` receives the agents' live events (:mod:`tmas.nodes.events`);
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
@@ -168,30 +154,21 @@ class RunManager:
         that chose it; ``origin`` names what started the run (``serve``), saved with it too.
         Setting ``stop`` ends the run at once with :class:`RunCancelled` (it stays resumable).
         """
-        spec = with_inline_bodies(spec or load_bundled("tmas"))  # saved whole: no file needed
-        config = topology_config(spec, config)
-        run_config = config.model_dump(mode="json")
-        backend_values = backend.model_dump(mode="json")
-        saved_plugins = run_plugins(spec, plugins or [])  # files by absolute path
-        topology = {"spec": spec.model_dump(by_alias=True), "plugins": saved_plugins}
-        if plan_choice is not None:
-            topology["plan_choice"] = plan_choice
-        if origin is not None:
-            topology["origin"] = origin
-        graph, _, _ = self.graph_for(run_config, backend_values, topology, max_concurrency)
+        if plan is None:
+            chosen = backend if backend is not None else BackendSpec().resolved()
+            plan = plan_run(spec or load_bundled("tmas"), config, chosen, plugins or [])
+        extra = {"plan_choice": plan_choice, "origin": origin}
+        graph = self.graph_for(plan, max_concurrency)
         self.registry.create(
             run_id,
             problem=problem,
             gold_answer=gold_answer,
-            graph=spec.name,
-            config=run_config,
-            backend=backend_values,
-            topology=topology,
+            plan=plan.record(),
+            topology={key: value for key, value in extra.items() if value is not None},
             documents=documents,
         )
-        return self._drive(
-            self.registry.get(run_id), graph, config, spec, show_progress, on_event, review, stop
-        )
+        return self._drive(self.registry.get(run_id), graph, plan, show_progress, on_event,
+                           review, stop)  # fmt: skip
 
     def resume(
         self,
@@ -213,38 +190,38 @@ class RunManager:
         record = self.registry.get(run_id)
         state = saved_state(self.storage, run_id)
         if state.get("stop_reason"):  # finished; what follows a finish is done (once) now
-            if needs_after_finish(TMASConfig(**record.config), state, record.gold_answer):
-                graph, config, spec = self.graph_for(
-                    record.config, record.backend, record.topology, max_concurrency
-                )
-                cfg, prompts = thread_config(run_id, config), PromptSet(spec.prompts)
-                state = after_finish(self, record, graph, cfg, config, state, prompts)
+            plan = self.plan_of(record)
+            if needs_after_finish(plan.config, state, record.gold_answer):
+                graph = self.graph_for(plan, max_concurrency)
+                cfg = thread_config(run_id, plan.config)
+                state = after_finish(self, record, graph, cfg, plan, state)
             return RunOutcome(run_id, state)
         if record.status == "running" and record.process_alive():
             raise RunBusyError(
                 f"run {run_id} is still running in process {record.pid}; "
                 "stop that process first (or wait for it)"
             )
+        plan = self.plan_of(record)
         if settings is not None:
-            self.registry.set_settings(run_id, *settings)
+            config, backend = settings
+            plan = plan.revised(config=TMASConfig(**config), backend=BackendSpec(**backend))
+            self.registry.set_plan(run_id, plan.record())
             record = self.registry.get(run_id)
-        graph, config, spec = self.graph_for(
-            record.config, record.backend, record.topology, max_concurrency
-        )
+        graph = self.graph_for(plan, max_concurrency)
         self.registry.set_status(run_id, "running")
-        return self._drive(record, graph, config, spec, show_progress, on_event, review, stop)
+        return self._drive(record, graph, plan, show_progress, on_event, review, stop)
 
     def _drive(
         self,
         record: RunRecord,
         graph: CompiledStateGraph,
-        config: TMASConfig,
-        spec: GraphSpec,
+        plan: RunPlan,
         show_progress: bool,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
         stop: threading.Event | None = None,
     ) -> RunOutcome:
+        config, spec = plan.config, plan.topology
         cfg = thread_config(record.run_id, config)
         state = saved_state(self.storage, record.run_id, full_history=False)
         next_input: Any = None
@@ -253,7 +230,6 @@ class RunManager:
             next_input = {
                 "problem": record.problem,
                 "gold_answer": record.gold_answer,
-                "config": record.config,
                 "documents": record.documents or [],
                 **seeded_banks(self.storage, config, record.problem),
             }
@@ -295,7 +271,7 @@ class RunManager:
         final = saved_state(self.storage, record.run_id)
         status = finished_status(final) or ("paused" if paused else "stopped")
         if status in ("finished", "degraded"):
-            final = after_finish(self, record, graph, cfg, config, final, PromptSet(spec.prompts))
+            final = after_finish(self, record, graph, cfg, plan, final)
         self.registry.set_status(record.run_id, status)
         return RunOutcome(record.run_id, final, paused)
 
@@ -309,57 +285,6 @@ class RunManager:
         if record.status in ("failed", "paused", "cancelled"):
             return record.status
         return "interrupted"
-
-
-def stream_pass(
-    graph: CompiledStateGraph,
-    payload: Any,
-    start: dict[str, Any],
-    options: dict[str, Any],
-    display: ProgressDisplay,
-    on_event: EventSink | None,
-    stop: threading.Event | None = None,
-) -> None:
-    """One pass of a run's graph, to its end or its next pause, driven with ``astream`` on
-    one event loop (the agents' model calls are async ones); live events go to ``on_event``
-    and everything else to the progress display. Once ``stop`` is set the pass is cancelled
-    (its calls in flight too) and :class:`RunCancelled` raised."""
-
-    async def one_pass() -> None:
-        async for namespace, mode, chunk in graph.astream(payload, start, **options):
-            if mode == "custom":
-                on_event(chunk)  # type: ignore[misc]
-            else:
-                display.observe(mode, chunk, namespace)
-
-    async def until_stopped() -> None:
-        task = asyncio.ensure_future(one_pass())
-        while not task.done():
-            await asyncio.wait({task}, timeout=STOP_POLL_S)
-            if stop is not None and stop.is_set() and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-                raise RunCancelled("the run was cancelled")
-        task.result()
-
-    run_to_end(one_pass if stop is None else until_stopped)
-
-
-def finished_status(state: dict[str, Any]) -> str | None:
-    """``finished``, ``degraded`` (finished, but some role lost every call), or None for a run
-    that has not finished.
-
-    Example:
-        >>> finished_status({"stop_reason": "max_iterations"}), finished_status({})
-        ('finished', None)
-        >>> finished_status({"stop_reason": "max_iterations",
-        ...                  "usage": {"verifier": {"calls": 0, "failed_calls": 4}}})
-        'degraded'
-    """
-    if not state.get("stop_reason"):
-        return None
-    return "degraded" if lost_roles(state.get("usage")) else "finished"
 
 
 def iteration_end_node(spec: GraphSpec) -> str:

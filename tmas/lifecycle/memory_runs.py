@@ -26,6 +26,8 @@ def open_memory(storage: Storage, config: TMASConfig) -> LifelongMemory | None:
         threshold=config.dedup_threshold,
         min_score=config.memory_min_score,
         types=config.memory_types,
+        similarity=config.similarity,
+        retrieval=config.memory_similarity,
     )
 
 

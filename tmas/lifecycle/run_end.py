@@ -9,10 +9,10 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
+from tmas.graphs.run_plan import RunPlan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.memory_runs import remember
 from tmas.lifecycle.proof_grading import grade_proof_run, judge_usage
-from tmas.nodes.prompts import PromptSet
 from tmas.storage.run_registry import RunRecord
 
 
@@ -35,15 +35,15 @@ def after_finish(
     record: RunRecord,
     graph: CompiledStateGraph,
     cfg: dict[str, Any],
-    config: TMASConfig,
+    plan: RunPlan,
     final: dict[str, Any],
-    prompts: PromptSet | None = None,
 ) -> dict[str, Any]:
-    """The finished run's state after grading (with the run's ``prompts``) and remembering
-    (``manager``: the :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
+    """The finished run's state after grading (with the templates of the run's ``plan``) and
+    remembering (``manager``: the :class:`~tmas.lifecycle.manager.RunManager` driving it)."""
+    config, prompts = plan.config, plan.prompt_set()
     extras = final.get("extras") or {}
     if config.proof and record.gold_answer and "proof_grade" not in extras:  # graded once
-        router = manager.router_factory(record.backend, config)
+        router = manager.router_factory(plan.backend.model_dump(mode="json"), config)
         grade = grade_proof_run(router, config, final, record.gold_answer, prompts)
         graph.update_state(cfg, {"extras": {"proof_grade": grade}, "usage": judge_usage(grade)})
         final = saved_state(manager.storage, record.run_id)

@@ -289,6 +289,15 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     )
 
 
+def _client_budget(config: TMASConfig, role: Role) -> int:
+    """The answer budget a role's own client defaults to (each call sends its own): the role's,
+    where this process knows it, else the solver's (a role a topology declares)."""
+    try:
+        return config.max_tokens_for(role)
+    except ValueError:
+        return config.solver_max_tokens
+
+
 def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
     """A router with the main model and one model per role that ``config.roles`` overrides.
 
@@ -310,7 +319,7 @@ def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
             if model is None:
                 raise ValueError(f"the {role} override needs a model name")
             overrides[role] = _openai_model(
-                base_url, model, spec, config.max_tokens_for(role), temperature
+                base_url, model, spec, _client_budget(config, role), temperature
             )
         else:
             overrides[role] = make_main_model(

@@ -19,7 +19,7 @@ from langgraph.errors import GraphBubbleUp
 from tmas.config import TMASConfig
 from tmas.llm.errors import ModelCallError
 from tmas.llm.loop_clients import LoopClients, answers_async
-from tmas.roles import Role, model_key
+from tmas.roles import Role, RoleBook
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,7 @@ class ModelRouter:
         self.role_temperatures = dict(role_temperatures or {})
         self.pass_generation_kwargs = pass_generation_kwargs
         self.model_role: Role | None = None
+        self.roles: RoleBook | None = None  # the run's roles (None: those registered now)
 
     @classmethod
     def for_config(
@@ -180,7 +181,7 @@ class ModelRouter:
             (2, 1)
         """
         bounds = [b for b in (self.max_parallel_calls, max_parallel_calls) if b]
-        return ModelRouter(
+        limited = ModelRouter(
             self.main,
             self.overrides,
             temperature=self.temperature,
@@ -188,6 +189,27 @@ class ModelRouter:
             pass_generation_kwargs=self.pass_generation_kwargs,
             max_parallel_calls=min(bounds) if bounds else None,
         )
+        limited.roles = self.roles
+        return limited
+
+    def with_roles(self, roles: RoleBook) -> ModelRouter:
+        """A view that knows the run's roles (which role's model a declared role borrows),
+        sharing this router's models and bound on calls in flight.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> main, judge = ScriptedChatModel(), ScriptedChatModel()
+            >>> book = RoleBook.registered().declaring({"scout": {"max_tokens": 9,
+            ...                                          "model": "verifier"}})
+            >>> ModelRouter(main, {"verifier": judge}).with_roles(book).model_for("scout") is judge
+            True
+        """
+        view = copy.copy(self)
+        view.roles = roles
+        return view
+
+    def _model_key(self, role: Role) -> Role:
+        return (self.roles or RoleBook.registered()).model_key(role)
 
     def for_role(self, model_role: Role) -> ModelRouter:
         """A view that serves every call with ``model_role``'s model and temperature, sharing
@@ -208,7 +230,7 @@ class ModelRouter:
         """The chat model that plays ``role``: its own override, else that of the role whose
         model it borrows, else the main model."""
         role = self.model_role or role
-        return self.overrides.get(role) or self.overrides.get(model_key(role), self.main)
+        return self.overrides.get(role) or self.overrides.get(self._model_key(role), self.main)
 
     def temperature_for(self, role: Role) -> float | None:
         """The sampling temperature of ``role``: its own, else that of the role whose model it
@@ -223,7 +245,7 @@ class ModelRouter:
         """
         played = self.model_role or role
         return self.role_temperatures.get(
-            played, self.role_temperatures.get(model_key(played), self.temperature)
+            played, self.role_temperatures.get(self._model_key(played), self.temperature)
         )
 
     def _request(

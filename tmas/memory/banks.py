@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from tmas.memory.dedup import find_duplicate, jaccard
+from tmas.memory.dedup import find_duplicate
+from tmas.memory.similarity import similarity_named
 from tmas.state import Experience, Guideline
 
 Item = TypeVar("Item", Experience, Guideline)
@@ -17,14 +18,16 @@ def merge_into_bank(
     threshold: float,
     cap: int,
     id_prefix: str,
+    similarity: str = "jaccard",
 ) -> tuple[list[Item], int]:
     """Add proposals to ``bank``, reinforcing near-duplicates instead of adding them.
 
     A proposal is a dict with ``text``, ``iteration``, ``source_index`` (and ``kind`` for
-    experiences). A near-duplicate (Jaccard >= ``threshold``) of an item already in the bank
-    raises that item's ``hits``. When the bank is over ``cap``, new items stay (a full bank
-    must keep learning) and the least reinforced, oldest old items are dropped. Returns the
-    new bank and how many new items entered it.
+    experiences). A near-duplicate (:func:`~tmas.memory.dedup.find_duplicate` by the similarity
+    named ``similarity``, at least ``threshold``) of an item already in the bank raises that
+    item's ``hits``. When the bank is over ``cap``, new items stay (a full bank must keep
+    learning) and the least reinforced, oldest old items are dropped. Returns the new bank and
+    how many new items entered it.
 
     Example:
         >>> bank, added = merge_into_bank([], [
@@ -40,7 +43,7 @@ def merge_into_bank(
         text = proposal["text"].strip()
         if not text:
             continue
-        duplicate = find_duplicate(text, [item["text"] for item in merged], threshold)
+        duplicate = find_duplicate(text, [item["text"] for item in merged], threshold, similarity)
         if duplicate is not None:
             merged[duplicate]["hits"] += 1
             continue
@@ -75,8 +78,11 @@ def _cap(items: list[Any], cap: int, old_ids: set[str]) -> list[Any]:
     return [it for it in items if it["id"] in kept]
 
 
-def relevant_experiences(bank: list[Experience], context: str, limit: int) -> list[Experience]:
-    """The ``limit`` experiences most related to ``context``, more-reinforced ones first on ties.
+def relevant_experiences(
+    bank: list[Experience], context: str, limit: int, similarity: str = "jaccard"
+) -> list[Experience]:
+    """The ``limit`` experiences most related to ``context`` by the similarity named
+    ``similarity``, more-reinforced ones first on ties.
 
     Example:
         >>> bank = [{"id": "a", "text": "apples cost 3", "hits": 1},
@@ -84,9 +90,13 @@ def relevant_experiences(bank: list[Experience], context: str, limit: int) -> li
         >>> [e["id"] for e in relevant_experiences(bank, "how much do apples cost", 1)]
         ['a']
     """
-    if limit <= 0:
+    measure = similarity_named(similarity)
+    if limit <= 0 or not bank:
         return []
+    scores = measure(context, [e["text"] for e in bank])
     ranked = sorted(
-        bank, key=lambda e: (jaccard(e["text"], context), e.get("hits", 1)), reverse=True
+        zip(scores, bank, strict=True),
+        key=lambda pair: (pair[0], pair[1].get("hits", 1)),
+        reverse=True,
     )
-    return ranked[:limit]
+    return [experience for _, experience in ranked[:limit]]

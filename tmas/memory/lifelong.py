@@ -6,7 +6,8 @@ and only of the types that carry over to other problems (pitfalls and strategies
 near-duplicates reinforce an existing item instead of adding one, and a namespace keeps at
 most ``cap`` items (the least reinforced, least used, oldest go first). Every write is keyed
 by the run it comes from, so admitting a run's items again (a resumed run) changes nothing.
-Retrieval ranks items by BM25 relevance to a new problem.
+Retrieval ranks items by their relevance to a new problem, by a named similarity
+(:mod:`tmas.memory.similarity`; BM25 by default), as dedup is by one (Jaccard by default).
 
 Example:
     >>> from langgraph.store.memory import InMemoryStore
@@ -23,16 +24,15 @@ Example:
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from hashlib import sha1
 from typing import Any
 
 from langgraph.store.base import BaseStore
-from rank_bm25 import BM25Okapi
 
 from tmas.memory.dedup import find_duplicate
+from tmas.memory.similarity import similarity_named
 
 ROOT = "tmas_memory"
 KINDS = ("experience", "guideline")
@@ -45,24 +45,6 @@ TRANSFERABLE = ("pitfall", "strategy")
 
 class LifelongMemoryError(LookupError):
     """An unknown memory namespace, or an item file that cannot be read."""
-
-
-# Words that say nothing about what a problem or an item is about.
-STOPWORDS = frozenset(
-    "a an and are as at be been but by can do does for from has have he her his how i if in "
-    "into is it its many much not of on or our she so than that the their them then there "
-    "these they this to was we were what when where which who why will with you your".split()
-)
-
-
-def _tokens(text: str) -> list[str]:
-    """The content words of ``text``, lower-cased.
-
-    Example:
-        >>> _tokens("What is the capital of France?")
-        ['capital', 'france']
-    """
-    return [word for word in re.findall(r"[a-z0-9]+", text.lower()) if word not in STOPWORDS]
 
 
 def item_type(proposal: Mapping[str, Any]) -> str:
@@ -93,7 +75,10 @@ def namespaces(store: BaseStore) -> list[str]:
 
 
 class LifelongMemory:
-    """One named memory in a store; see the module's docstring."""
+    """One named memory in a store; see the module's docstring. ``similarity`` names the
+    similarity near-duplicates are found by (at least ``threshold``), ``retrieval`` the one
+    items are ranked by; an unknown name is refused here (ValueError naming the known ones).
+    """
 
     def __init__(
         self,
@@ -105,7 +90,11 @@ class LifelongMemory:
         min_score: float = 0.75,
         types: Sequence[str] = TRANSFERABLE,
         clock: Any = time.time,
+        similarity: str = "jaccard",
+        retrieval: str = "bm25",
     ) -> None:
+        for named in (similarity, retrieval):
+            similarity_named(named)  # an unknown name is refused now, not mid-run
         self.store = store
         self.name = name
         self.namespace = (ROOT, name)
@@ -114,6 +103,8 @@ class LifelongMemory:
         self.min_score = min_score
         self.types = tuple(types)
         self.clock = clock
+        self.similarity = similarity
+        self.retrieval = retrieval
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -139,24 +130,19 @@ class LifelongMemory:
         return self
 
     def retrieve(self, query: str, k: int, kind: str | None = None) -> list[dict[str, Any]]:
-        """The ``k`` items of each kind (or of ``kind``) most relevant to ``query`` by BM25
-        (items sharing no word with it are left out), more reinforced ones first on ties."""
+        """The ``k`` items of each kind (or of ``kind``) most relevant to ``query`` by the
+        ``retrieval`` similarity (items it scores 0, for BM25 those sharing no content word with
+        the query, are left out), more reinforced and used ones first on ties."""
         chosen: list[dict[str, Any]] = []
         items = self.items()
+        measure = similarity_named(self.retrieval)
         for each in (kind,) if kind else KINDS:
             pool = [item for item in items if item["kind"] == each]
             if not pool or k <= 0:
                 continue
-            scores = BM25Okapi([_tokens(item["text"]) or ["_"] for item in pool]).get_scores(
-                _tokens(query)
-            )
-            words = set(_tokens(query))
+            scores = measure(query, [item["text"] for item in pool])
             ranked = sorted(
-                (
-                    (score, item)
-                    for score, item in zip(scores, pool, strict=True)
-                    if words & set(_tokens(item["text"]))
-                ),
+                ((score, item) for score, item in zip(scores, pool, strict=True) if score > 0),
                 key=lambda pair: (pair[0], pair[1]["hits"] + pair[1]["uses"]),
                 reverse=True,
             )
@@ -182,7 +168,8 @@ class LifelongMemory:
             same_kind = [item for item in items if item["kind"] == proposal["kind"]]
             if any(run_id in item["runs"] for item in same_kind if item["text"] == text):
                 continue  # this run's own item, admitted before
-            duplicate = find_duplicate(text, [item["text"] for item in same_kind], self.threshold)
+            texts = [item["text"] for item in same_kind]
+            duplicate = find_duplicate(text, texts, self.threshold, self.similarity)
             if duplicate is not None:
                 item = same_kind[duplicate]
                 if run_id not in item["runs"]:

@@ -8,6 +8,7 @@ from typing import Any
 from tmas.answers.parsing import Parsed, extract_answer
 from tmas.config import TMASConfig
 from tmas.llm.router import Completion, ModelCall, ModelRouter
+from tmas.nodes.context import NodeContext
 from tmas.nodes.events import emit
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
@@ -123,22 +124,38 @@ def live_candidates(state: RunState) -> list[Candidate]:
 
 
 class AgentNode:
-    """Base of the nodes that call a model: the router of their role, the run's config and
-    the run's prompt templates.
+    """Base of the nodes that call a model: built with the node's :class:`NodeContext` (the
+    run's config, models and prompts, and the node's role).
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> node = AgentNode(ModelRouter(ScriptedChatModel()), TMASConfig())
-        >>> node.prompts.has("solver/system")
-        True
+        >>> node = AgentNode(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
+        >>> node.prompts.has("solver/system"), node.role
+        (True, 'solver')
     """
 
-    def __init__(
-        self, router: ModelRouter, config: TMASConfig, prompt_set: PromptSet | None = None
-    ) -> None:
-        self.router = router
-        self.config = config
-        self.prompts = prompt_set or PromptSet()
+    def __init__(self, ctx: NodeContext) -> None:
+        self.ctx = ctx
+
+    @property
+    def router(self) -> ModelRouter:
+        """The node's models."""
+        return self.ctx.router
+
+    @property
+    def config(self) -> TMASConfig:
+        """The run's settings."""
+        return self.ctx.config
+
+    @property
+    def prompts(self) -> PromptSet:
+        """The run's templates."""
+        return self.ctx.prompts
+
+    @property
+    def role(self) -> str:
+        """The node's role: its model, budget, usage row and prompt namespace."""
+        return self.ctx.role
 
 
 Steps = Generator[ModelCall, Completion, dict[str, Any]]
@@ -155,9 +172,9 @@ class SteppedAgent(AgentNode):
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> class Echo(SteppedAgent):
         ...     def steps(self, task):
-        ...         reply = yield ModelCall("solver", "You solve.", task["q"], 8, 0)
+        ...         reply = yield ModelCall(self.role, "You solve.", task["q"], 8, 0)
         ...         return {"text": reply.text[:6]}
-        >>> node = Echo(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> node = Echo(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
         >>> node({"q": "1+1?"}) == asyncio.run(node.acall({"q": "1+1?"}))
         True
     """

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import string
 from collections.abc import Mapping
 from importlib import resources
@@ -123,9 +124,22 @@ class PromptSet:
         ('Be brief.', 'Problem:')
     """
 
-    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, overrides: Mapping[str, str] | None = None, base: Mapping[str, str] | None = None
+    ) -> None:
         self.overrides = dict(overrides or {})
-        self._templates = {**builtin_templates(), **self.overrides}
+        known = builtin_templates() if base is None else dict(base)
+        self._templates = {**known, **self.overrides}
+
+    @classmethod
+    def exact(cls, templates: Mapping[str, str]) -> PromptSet:
+        """The templates given and no others (a run's plan holds every template it renders).
+
+        Example:
+            >>> PromptSet.exact({"solver/system": "S"}).has("verifier/user")
+            False
+        """
+        return cls(base=templates)
 
     def has(self, key: str) -> bool:
         """Whether a template ``key`` exists."""
@@ -163,6 +177,36 @@ class PromptSet:
             key: hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
             for key, text in sorted(self._templates.items())
         }
+
+
+def prompt_value(value: object) -> str:
+    """How a task's field reads in a prompt: text as it is, a list as a ``- `` list (of its
+    items' ``text`` where they have one), nothing as ``(none)``, anything else as JSON.
+
+    Example:
+        >>> prompt_value(["x = 3", {"text": "y = 4"}]), prompt_value(None), prompt_value(2)
+        ('- x = 3\\n- y = 4', '(none)', '2')
+    """
+    if value is None:
+        return "(none)"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [item.get("text", item) if isinstance(item, dict) else item for item in value]
+        return bullet_list([t if isinstance(t, str) else json.dumps(t) for t in texts])
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def prompt_fields(task: Mapping[str, object]) -> dict[str, str]:
+    """Every field ``task`` carries, as a prompt reads it (:func:`prompt_value`): a built-in
+    agent fills its templates with these, so a prompt override can use any field its task
+    carries.
+
+    Example:
+        >>> prompt_fields({"problem": "1+1?", "critique": "check the sum"})["critique"]
+        'check the sum'
+    """
+    return {str(key): prompt_value(value) for key, value in task.items()}
 
 
 def bullet_list(items: list[str], empty: str = "(none yet)") -> str:

@@ -162,9 +162,10 @@ def plan_from_identity(
     Example:
         >>> from tmas.eval.identity import evaluation_identity
         >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
         >>> from tmas.llm.backend import BackendSpec
-        >>> identity = evaluation_identity(load_bundled("pacore"), TMASConfig(),
-        ...                                BackendSpec(model="smollm2"), [])
+        >>> identity = evaluation_identity(plan_run(load_bundled("pacore"), None,
+        ...                                         BackendSpec(model="smollm2")))
         >>> plan_from_identity(identity).spec.name
         'pacore'
     """

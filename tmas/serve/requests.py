@@ -6,16 +6,16 @@ Anything wrong is an :class:`~tmas.serve.api_errors.APIError` naming the paramet
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tmas.api import check_problem
 from tmas.config import ConfigError, TMASConfig
 from tmas.graphs.estimate import estimate_run_calls
-from tmas.graphs.settings import topology_config
+from tmas.graphs.run_plan import RunPlan, plan_run, spec_roles
 from tmas.graphs.spec import GraphSpec
-from tmas.nodes.control.selection_rules import selection_rule
+from tmas.llm.backend import BackendSpec
 from tmas.serve.api_errors import APIError, bad_request
 
 # OpenAI parameters a topology has no use for: accepted and left alone.
@@ -56,28 +56,35 @@ class ServeLimits:
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """A checked request: run ``spec`` with ``config`` on ``problem``, ``n`` times."""
+    """A checked request: run ``plan`` on ``problem``, ``n`` times."""
 
     model: str
-    spec: GraphSpec
+    plan: RunPlan
     problem: str
-    config: TMASConfig
     n: int
     stream: bool
     calls_per_run: int
 
-    def run_configs(self) -> list[TMASConfig]:
-        """One config per run: the ``n`` runs are independent, each with its own seed.
+    @property
+    def config(self) -> TMASConfig:
+        """The settings of the first run."""
+        return self.plan.config
+
+    def run_plans(self) -> list[RunPlan]:
+        """One plan per run: the ``n`` runs are independent, each with its own seed.
 
         Example:
             >>> from tmas.graphs.bundled import load_bundled
-            >>> request = ChatRequest("tmas", load_bundled("tmas"), "1+1?",
-            ...                       TMASConfig(seed=5), 2, False, 72)
-            >>> [c.seed for c in request.run_configs()]
+            >>> from tmas.graphs.run_plan import plan_run
+            >>> plan = plan_run(load_bundled("tmas"), {"seed": 5}, BackendSpec(model="smollm2"))
+            >>> request = ChatRequest("tmas", plan, "1+1?", 2, False, 72)
+            >>> [p.config.seed for p in request.run_plans()]
             [5, 6]
         """
+        seed = self.plan.config.seed
         return [
-            self.config.model_copy(update={"seed": self.config.seed + k}) for k in range(self.n)
+            self.plan.revised(config=self.plan.config.model_copy(update={"seed": seed + k}))
+            for k in range(self.n)
         ]
 
 
@@ -171,17 +178,22 @@ def read_request(
     limits: ServeLimits,
     fixed: Mapping[str, Any] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    backend: BackendSpec | None = None,
+    plugins: Sequence[str] = (),
 ) -> ChatRequest:
-    """A checked :class:`ChatRequest` from a request body, or the APIError it deserves;
-    ``fixed`` settings (the server's per-role models) hold whatever the request says, and
-    ``defaults`` (the server's memory) hold unless it says otherwise.
+    """A checked :class:`ChatRequest` from a request body, or the APIError it deserves: its
+    run's plan on the server's ``backend`` and ``plugins``
+    (:func:`tmas.graphs.run_plan.plan_run`); ``fixed`` settings (the server's per-role models)
+    hold whatever the request says, and ``defaults`` (the server's memory) hold unless it says
+    otherwise.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
         >>> request = read_request(
         ...     {"model": "majority_vote", "n_candidates": 3,
         ...      "messages": [{"role": "user", "content": "What is 9 + 9?"}]},
-        ...     {"majority_vote": load_bundled("majority_vote")}, ServeLimits())
+        ...     {"majority_vote": load_bundled("majority_vote")}, ServeLimits(),
+        ...     backend=BackendSpec(model="smollm2"))
         >>> request.config.n_candidates, request.calls_per_run, request.n
         (3, 3, 1)
     """
@@ -206,16 +218,17 @@ def read_request(
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limits.max_n:
         raise bad_request(f"n must be an integer from 1 to {limits.max_n}", "n")
     try:
-        chosen = {**(defaults or {}), **settings_of(body), **(fixed or {})}
-        config = topology_config(spec, chosen)
-        if config.selection is not None:
-            selection_rule(config.selection)
+        fixed = dict(fixed or {})
+        if "roles" in fixed:  # the server's per-role models, for the roles this topology knows
+            fixed["roles"] = {r: m for r, m in fixed["roles"].items() if r in spec_roles(spec)}
+        chosen = {**(defaults or {}), **settings_of(body), **fixed}
+        plan = plan_run(spec, chosen, backend or BackendSpec().resolved(), plugins)
     except (ConfigError, ValueError) as exc:
         raise bad_request(f"invalid setting: {' '.join(str(exc).split())}") from None
-    calls = estimate_run_calls(spec, config).total
+    calls = estimate_run_calls(plan.topology, plan.config).total
     if calls * n > limits.max_calls_per_request:
         raise bad_request(
             f"the request would make up to {calls * n} model calls ({n} run(s) of {calls}); "
             f"this server allows {limits.max_calls_per_request} per request"
         )
-    return ChatRequest(model, spec, problem, config, n, _flag(body, "stream"), calls)
+    return ChatRequest(model, plan, problem, n, _flag(body, "stream"), calls)

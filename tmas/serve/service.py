@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from tmas.api import router_factory
 from tmas.config import RoleModel
+from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.spec import GraphSpec
 from tmas.lifecycle.failure_text import failure_message
 from tmas.lifecycle.manager import RunCancelled, RunManager
@@ -165,7 +166,8 @@ class ChatService:
 
     def read(self, body: Any) -> ChatRequest:
         """The checked request (APIError for a bad one); nothing runs yet."""
-        return read_request(body, self.topologies, self.limits, self.fixed, self.defaults)
+        return read_request(body, self.topologies, self.limits, self.fixed, self.defaults,
+                            self.backend, self.plugins)  # fmt: skip
 
     def run(self, run_id: str) -> dict[str, Any]:
         """The record of a run this service started (``GET /v1/runs/{id}``); 404 otherwise
@@ -204,7 +206,7 @@ class ChatService:
     def _drive(
         self,
         run_id: str,
-        config: Any,
+        plan: RunPlan | None,
         request: ChatRequest | None,
         sink: Callable[[dict[str, Any]], None] | None,
         stop: threading.Event,
@@ -221,8 +223,7 @@ class ChatService:
                 if request is None:
                     return manager.resume(run_id, **options).state
                 return manager.start(
-                    run_id, problem=request.problem, gold_answer=None, config=config,
-                    backend=self.backend, spec=request.spec, plugins=self.plugins,
+                    run_id, problem=request.problem, gold_answer=None, plan=plan,
                     origin=ORIGIN, **options,
                 ).state  # fmt: skip
             except RunCancelled:
@@ -248,13 +249,13 @@ class ChatService:
         run_ids = [new_run_id() for _ in range(request.n)]
         launch = Launch(request, run_ids, self._admit(run_ids))
         loop = asyncio.get_running_loop()
-        for index, (run_id, config) in enumerate(zip(run_ids, request.run_configs(), strict=True)):
+        for index, (run_id, plan) in enumerate(zip(run_ids, request.run_plans(), strict=True)):
 
             def sink(event: dict[str, Any], index: int = index) -> None:
                 loop.call_soon_threadsafe(launch.events.put_nowait, (index, "event", event))
 
             future = loop.run_in_executor(
-                self._executor, self._drive, run_id, config, request,
+                self._executor, self._drive, run_id, plan, request,
                 sink if events else None, launch.stops[index],
             )  # fmt: skip
             future.add_done_callback(partial(_ended, launch, index))

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from tmas.api import load_topology
 from tmas.graphs.bundled import bundled_names
-from tmas.graphs.compiler import spec_needs_internals
 from tmas.graphs.spec import GraphSpec
+from tmas.graphs.traits import spec_needs_internals
 
 
 def offered_topologies(

@@ -1,7 +1,9 @@
 """The run registry: one row per run beside the checkpoints, in the same database.
 
 Checkpoints hold the state; the registry holds what is needed to list runs and to rebuild a
-run's graph on resume (problem, config, backend settings - never API keys).
+run's graph on resume: the problem and the run's plan (its topology, config, backend, roles,
+channels, templates and plugins - never API keys). The config, backend and topology of a run
+that has a plan are read from it; older runs keep them as they were saved.
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ create table if not exists tmas_runs (
     topology_json text,
     documents_json text,
     host text,
-    pid_started bigint
+    pid_started bigint,
+    plan_json text
 )
 """
 _COLUMNS = (
@@ -54,6 +57,7 @@ _COLUMNS = (
     "documents_json",
     "host",
     "pid_started",
+    "plan_json",
 )
 # columns newer than the first schema, added to older databases on open
 _ADDED_COLUMNS = {
@@ -61,6 +65,7 @@ _ADDED_COLUMNS = {
     "documents_json": "text",
     "host": "text",
     "pid_started": "bigint",
+    "plan_json": "text",
 }
 
 
@@ -117,6 +122,7 @@ class RunRecord:
     documents: list[str] | None = None
     host: str | None = None
     pid_started: int | None = None
+    plan: dict[str, Any] | None = None
 
     def process_alive(self) -> bool:
         """True when the process that last ran this run still runs: the same process id, not a
@@ -172,14 +178,20 @@ class RunRegistry:
         *,
         problem: str,
         gold_answer: str | None,
-        graph: str,
-        config: dict[str, Any],
-        backend: dict[str, Any],
+        plan: dict[str, Any] | None = None,
+        graph: str | None = None,
+        config: dict[str, Any] | None = None,
+        backend: dict[str, Any] | None = None,
         parent_run_id: str | None = None,
         topology: dict[str, Any] | None = None,
         documents: list[str] | None = None,
     ) -> None:
-        """Register a new run as running in this process."""
+        """Register a new run as running in this process: its ``plan`` (a run's plan as plain
+        data), or (runs made without one) its ``graph`` name, ``config``, ``backend`` and
+        ``topology``; with a plan, ``topology`` holds only what the plan does not (how the plan
+        was chosen, what started the run)."""
+        if plan is not None:
+            graph, config, backend = plan["topology"]["name"], plan["config"], plan["backend"]
         try:
             self.db.write(
                 f"insert into tmas_runs ({', '.join(_COLUMNS)}) "
@@ -199,6 +211,7 @@ class RunRegistry:
                     json.dumps(topology) if topology is not None else None,
                     json.dumps(documents) if documents else None,
                     *_this_process()[1:],
+                    json.dumps(plan) if plan is not None else None,
                 ),
             )
         except self.db.integrity_errors:
@@ -211,11 +224,11 @@ class RunRegistry:
             (status, error, *_this_process(), run_id),
         )
 
-    def set_settings(self, run_id: str, config: dict[str, Any], backend: dict[str, Any]) -> None:
-        """Replace a run's saved config and backend (a resume with corrected model settings)."""
+    def set_plan(self, run_id: str, plan: dict[str, Any]) -> None:
+        """Replace a run's plan (a resume with corrected model settings)."""
         self.db.write(
-            "update tmas_runs set config_json=?, backend_json=? where run_id=?",
-            (json.dumps(config), json.dumps(backend), run_id),
+            "update tmas_runs set plan_json=?, config_json=?, backend_json=? where run_id=?",
+            (json.dumps(plan), json.dumps(plan["config"]), json.dumps(plan["backend"]), run_id),
         )
 
     def get(self, run_id: str) -> RunRecord:
@@ -238,6 +251,11 @@ class RunRegistry:
 
 
 def _record(row: tuple) -> RunRecord:
+    plan = json.loads(row[15]) if row[15] else None
+    topology = json.loads(row[11]) if row[11] else None
+    if plan is not None:
+        plugins = [plugin["module"] for plugin in plan.get("plugins", [])]
+        topology = {"spec": plan["topology"], "plugins": plugins, **(topology or {})}
     return RunRecord(
         run_id=row[0],
         created_at=row[1],
@@ -250,8 +268,9 @@ def _record(row: tuple) -> RunRecord:
         status=row[8],
         error=row[9],
         pid=row[10],
-        topology=json.loads(row[11]) if row[11] else None,
+        topology=topology,
         documents=json.loads(row[12]) if row[12] else None,
         host=row[13],
         pid_started=row[14],
+        plan=plan,
     )

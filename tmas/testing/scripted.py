@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tmas.roles import Role
+from tmas.roles import BUILTIN_ROLES, Role
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,10 @@ class ScriptedReplies:
         prompt: str | None = None,
     ) -> str:
         """Return the canned reply of ``role`` to a prompt (``salt``, e.g. a seed, varies it;
-        ``prompt`` is the key of the prompt's template)."""
+        ``prompt`` is the key of the prompt's template). A declared role rendering a built-in
+        role's template (a ``verify`` node playing ``critic`` renders ``verifier/user``) gets
+        that built-in role's reply."""
+        role = acting_role(role, prompt)
         if prompt == "delm/planner_user":
             return "- What is the first quantity?\n- What is the second quantity?"
         if prompt == "delm/worker_user":
@@ -83,6 +86,18 @@ class ScriptedReplies:
         if role:
             return f"A reply of the {role} agent about the problem."
         return "I do not know which role I play."
+
+
+def acting_role(role: Role | None, prompt: str | None) -> Role | None:
+    """The built-in role whose template a call renders (its prompt key's group), else the
+    call's own role.
+
+    Example:
+        >>> acting_role("critic", "verifier/user"), acting_role("judge", "judge/user")
+        ('verifier', 'judge')
+    """
+    group = (prompt or "").partition("/")[0]
+    return group if group in BUILTIN_ROLES else role
 
 
 def scripted_reply(

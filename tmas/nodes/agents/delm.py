@@ -14,11 +14,11 @@ from typing import Any
 from langgraph.config import get_config, get_store
 
 from tmas.answers.parsing import Parsed, extract_answer, parse_bullets
-from tmas.config import TMASConfig
-from tmas.llm.router import Completion, ModelRouter
+from tmas.llm.router import Completion
 from tmas.memory.shared_board import NoteBoard, TaskQueue
-from tmas.nodes.common import issues_of
-from tmas.nodes.prompts import PromptSet, bullet_list, clip
+from tmas.nodes.common import AgentNode, issues_of
+from tmas.nodes.context import NodeContext
+from tmas.nodes.prompts import bullet_list, clip
 from tmas.seeding import derive_seed
 from tmas.state import RESET, Candidate, add_usage
 
@@ -52,21 +52,13 @@ def parse_worker_reply(text: str) -> dict[str, Any]:
     return found
 
 
-class DelmSeed:
-    """Node: fill the task queue once (one task per document, else LLM sub-questions)."""
+class DelmSeed(AgentNode):
+    """Node: fill the task queue once (one task per document, else LLM sub-questions); its
+    prompts are ``planner_system`` and ``planner_user`` of its namespace (``delm/``)."""
 
-    def __init__(
-        self,
-        router: ModelRouter,
-        config: TMASConfig,
-        max_tasks: int = 4,
-        *,
-        prompt_set: PromptSet | None = None,
-    ) -> None:
-        self.router = router
-        self.config = config
+    def __init__(self, ctx: NodeContext, max_tasks: int = 4) -> None:
+        super().__init__(ctx)
         self.max_tasks = max_tasks
-        self.prompts = prompt_set or PromptSet()
 
     def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         queue, _ = board_for_run()
@@ -82,22 +74,17 @@ class DelmSeed:
                     payload={"document": document},
                 )
             return update
-        reply = self.router.complete(
-            "solver",
-            self.prompts.render("delm/planner_system", max_tasks=self.max_tasks),
-            self.prompts.render("delm/planner_user", problem=state["problem"]),
-            self.config.max_tokens_for("guideline"),
-            derive_seed(self.config.seed, "delm-plan"),
-            prompt="delm/planner_user",
-        )
+        fields = {"problem": state["problem"], "max_tasks": str(self.max_tasks)}
+        reply = self.ctx.complete(fields, seed=derive_seed(self.config.seed, "delm-plan"),
+                                  user="planner_user", system="planner_system")  # fmt: skip
         parsed = parse_bullets(reply.text, max_items=self.max_tasks)
         for question in parsed.value or [state["problem"]]:  # type: ignore[union-attr]
             queue.add(question, added_by="seed")
         return {
             **update,
-            "usage": reply.usage("solver"),
+            "usage": reply.usage(self.role),
             "parse_issues": issues_of(
-                parsed, iteration=1, role="solver", index=-1, text=reply.text
+                parsed, iteration=1, role=self.role, index=-1, text=reply.text
             ),
         }
 
@@ -112,26 +99,25 @@ class DelmSeed:
 DELM_WORKER_STEPS = 4
 
 
-class DelmWorker:
-    """Node: one worker's loop over the shared queue, bounded by ``steps`` tasks."""
+class DelmWorker(AgentNode):
+    """Node: one worker's loop over the shared queue, bounded by ``steps`` tasks; it reasons
+    with ``worker_system``/``worker_user`` of its namespace (``delm/``), and its notes pass a
+    gate whose judge plays the verifier."""
 
     def __init__(
         self,
-        router: ModelRouter,
-        config: TMASConfig,
+        ctx: NodeContext,
         *,
         steps: int = DELM_WORKER_STEPS,
         claim_ttl_s: float = 120.0,
         max_tasks: int = 12,
         max_note_chars: int = 600,
         poll_s: float = 0.05,
-        prompt_set: PromptSet | None = None,
     ) -> None:
         from tmas.nodes.agents.delm_gate import VerificationGate
 
-        self.router = router
-        self.config = config
-        self.prompts = prompt_set or PromptSet()
+        super().__init__(ctx)
+        router, config = ctx.router, ctx.config
         self.steps = steps
         self.claim_ttl_s = claim_ttl_s
         self.max_tasks = max_tasks
@@ -142,6 +128,7 @@ class DelmWorker:
             dedup_threshold=config.dedup_threshold,
             max_tokens=config.max_tokens_for("verifier"),
             prompt_set=self.prompts,
+            similarity=config.similarity,
         )
 
     def _next_task(self, queue: TaskQueue, worker: str) -> dict[str, Any] | None:
@@ -180,27 +167,20 @@ class DelmWorker:
         notes = [n["text"] for n in board.notes()]
         document = task["payload"].get("document")
         seed = derive_seed(self.config.seed, "delm", worker, task["id"], task["claims"])
-        reply = self.router.complete(
-            "solver",
-            self.prompts.render("delm/worker_system"),
-            self.prompts.render(
-                "delm/worker_user",
-                problem=problem,
-                task=task["text"],
-                notes=bullet_list(notes),
-                document=f"Document:\n{clip(document, 4000)}\n\n" if document else "",
-            ),
-            self.config.max_tokens_for("solver"),
-            seed,
-            prompt="delm/worker_user",
-        )
+        fields = {
+            "problem": problem,
+            "task": task["text"],
+            "notes": bullet_list(notes),
+            "document": f"Document:\n{clip(document, 4000)}\n\n" if document else "",
+        }
+        reply = self.ctx.complete(fields, seed=seed, user="worker_user", system="worker_system")
         found = parse_worker_reply(reply.text)
-        calls: list[tuple[str, Completion]] = [("solver", reply)]
+        calls: list[tuple[str, Completion]] = [(self.role, reply)]
         if not found["note"]:
             issues += issues_of(
                 Parsed(None, "no Note line"),
                 iteration=1,
-                role="solver",
+                role=self.role,
                 index=step,
                 text=reply.text,
             )
@@ -216,38 +196,25 @@ class DelmWorker:
         return calls
 
 
-class DelmAnswer:
-    """Node: write the answer from the shared notes, as the run's single candidate."""
-
-    def __init__(
-        self, router: ModelRouter, config: TMASConfig, prompt_set: PromptSet | None = None
-    ) -> None:
-        self.router = router
-        self.config = config
-        self.prompts = prompt_set or PromptSet()
+class DelmAnswer(AgentNode):
+    """Node: write the answer from the shared notes, as the run's single candidate (prompts
+    ``answer_system``/``answer_user`` of its namespace, ``delm/``)."""
 
     def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         _, board = board_for_run()
         notes = [n["text"] for n in board.notes()]
-        reply = self.router.complete(
-            "summary",
-            self.prompts.render("delm/answer_system"),
-            self.prompts.render(
-                "delm/answer_user", problem=state["problem"], notes=bullet_list(notes)
-            ),
-            self.config.max_tokens_for("solver"),
-            derive_seed(self.config.seed, "delm-answer"),
-            prompt="delm/answer_user",
-        )
+        fields = {"problem": state["problem"], "notes": bullet_list(notes)}
+        reply = self.ctx.complete(fields, seed=derive_seed(self.config.seed, "delm-answer"),
+                                  user="answer_user", system="answer_system")  # fmt: skip
         parsed = extract_answer(reply.text)
         candidate = answer_candidate(
             reply.text, parsed.value, reply.input_tokens, reply.output_tokens
         )
         return {
             "candidates": [candidate],
-            "usage": reply.usage("summary"),
+            "usage": reply.usage(self.role),
             "parse_issues": issues_of(
-                parsed, iteration=1, role="summary", index=0, text=reply.text
+                parsed, iteration=1, role=self.role, index=0, text=reply.text
             ),
         }
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from tmas.answers.parsing import parse_verification
 from tmas.llm.router import Completion, ModelRouter
-from tmas.memory.dedup import is_near_duplicate
+from tmas.memory.dedup import find_duplicate
+from tmas.memory.similarity import similarity_named
 from tmas.nodes.prompts import PromptSet
 
 _PLACEHOLDER = re.compile(
@@ -18,9 +19,16 @@ _PLACEHOLDER = re.compile(
 
 
 def deterministic_problems(
-    note: str, evidence: str, existing: list[str], *, max_chars: int, dedup_threshold: float
+    note: str,
+    evidence: str,
+    existing: list[str],
+    *,
+    max_chars: int,
+    dedup_threshold: float,
+    similarity: str = "jaccard",
 ) -> list[str]:
-    """Why a note fails the cheap checks (empty list: it passes).
+    """Why a note fails the cheap checks (empty list: it passes); a duplicate is a near
+    duplicate (:func:`~tmas.memory.dedup.find_duplicate`) by the similarity ``similarity``.
 
     Example:
         >>> deterministic_problems("x = 3", "", [], max_chars=100, dedup_threshold=0.8)
@@ -37,7 +45,7 @@ def deterministic_problems(
         problems.append("no evidence")
     if _PLACEHOLDER.search(note) or _PLACEHOLDER.search(evidence):
         problems.append("placeholder text")
-    if any(is_near_duplicate(note, other, dedup_threshold) for other in existing):
+    if find_duplicate(note, existing, dedup_threshold, similarity) is not None:
         problems.append("duplicate of a note already on the board")
     return problems
 
@@ -62,11 +70,14 @@ class VerificationGate:
         dedup_threshold: float,
         max_tokens: int,
         prompt_set: PromptSet | None = None,
+        similarity: str = "jaccard",
     ) -> None:
+        similarity_named(similarity)  # an unknown similarity is refused when the graph is built
         self.router = router
         self.prompts = prompt_set or PromptSet()
         self.max_chars = max_chars
         self.dedup_threshold = dedup_threshold
+        self.similarity = similarity
         self.max_tokens = max_tokens
 
     def check(
@@ -79,6 +90,7 @@ class VerificationGate:
             existing,
             max_chars=self.max_chars,
             dedup_threshold=self.dedup_threshold,
+            similarity=self.similarity,
         )
         if problems:
             return GateResult(False, problems)

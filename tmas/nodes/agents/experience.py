@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.answers.parsing import parse_bullets
-from tmas.llm.router import ModelCall
 from tmas.nodes.common import SteppedAgent, Steps, agent_update
+from tmas.nodes.prompts import prompt_fields
 from tmas.seeding import derive_seed
 
 
@@ -45,19 +45,10 @@ class ExtractExperience(SteppedAgent):
     """Node: propose experience-bank entries from one rollout and its summary."""
 
     def steps(self, task: dict[str, Any]) -> Steps:
-        reply = yield ModelCall(
-            "experience",
-            self.prompts.render("experience/system"),
-            self.prompts.render(
-                "experience/user",
-                problem=task["problem"],
-                solution=task["solution"],
-                summary=task["summary"],
-            ),
-            self.config.max_tokens_for("experience"),
-            derive_seed(self.config.seed, "experience", task["iteration"], task["candidate_index"]),
-            prompt="experience/user",
+        seed = derive_seed(
+            self.config.seed, "experience", task["iteration"], task["candidate_index"]
         )
+        reply = yield self.ctx.ask(prompt_fields(task), seed=seed)
         parsed = parse_bullets(reply.text, max_items=3)
         proposals = [
             {
@@ -72,7 +63,7 @@ class ExtractExperience(SteppedAgent):
         return agent_update(
             "experience_proposals",
             proposals,
-            "experience",
+            self.role,
             reply,
             parsed,
             iteration=task["iteration"],

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.answers.parsing import parse_strategy
-from tmas.llm.router import ModelCall
 from tmas.nodes.common import SteppedAgent, Steps, agent_update
+from tmas.nodes.prompts import prompt_fields
 from tmas.seeding import derive_seed
 
 
@@ -14,16 +14,10 @@ class ExtractGuideline(SteppedAgent):
     """Node: propose a guideline-bank entry (the strategy used) from one rollout."""
 
     def steps(self, task: dict[str, Any]) -> Steps:
-        reply = yield ModelCall(
-            "guideline",
-            self.prompts.render("guideline/system"),
-            self.prompts.render(
-                "guideline/user", problem=task["problem"], solution=task["solution"]
-            ),
-            self.config.max_tokens_for("guideline"),
-            derive_seed(self.config.seed, "guideline", task["iteration"], task["candidate_index"]),
-            prompt="guideline/user",
+        seed = derive_seed(
+            self.config.seed, "guideline", task["iteration"], task["candidate_index"]
         )
+        reply = yield self.ctx.ask(prompt_fields(task), seed=seed)
         parsed = parse_strategy(reply.text)
         proposals = []
         if parsed.value:
@@ -37,7 +31,7 @@ class ExtractGuideline(SteppedAgent):
         return agent_update(
             "guideline_proposals",
             proposals,
-            "guideline",
+            self.role,
             reply,
             parsed,
             iteration=task["iteration"],

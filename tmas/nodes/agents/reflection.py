@@ -9,6 +9,19 @@ from tmas.nodes.common import live_candidates
 from tmas.nodes.prompts import clip
 from tmas.state import RunState
 
+REFLECTION_PROMPTS: dict[str, tuple[str, ...]] = {"system": (), "user": ()}
+"""The templates of the experience and guideline agents, filled with their task's fields."""
+
+REFLECTION_TASK_FIELDS = (
+    "problem",
+    "iteration",
+    "candidate_index",
+    "solution",
+    "summary",
+    "mean_score",
+)
+"""What every reflection task carries."""
+
 
 def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     """One task per candidate (but failed ones): its rollout, its verification summary and mean

@@ -5,13 +5,33 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelCall
 from tmas.memory.banks import relevant_experiences
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, answer_update
 from tmas.nodes.control.planners import BUILTIN_MODES
 from tmas.nodes.prompts import PromptSet
 from tmas.state import Candidate, RunState
+
+SOLVER_PROMPTS: dict[str, tuple[str, ...]] = {
+    "system": (),
+    "initial": (),
+    "initial_memory": ("experiences",),
+    "exploit": ("parent", "summary", "experiences"),
+    "explore": ("guidelines",),
+    "reference": ("references",),
+    "aggregate": ("references",),
+    "experience": ("experiences",),
+    "proof_initial": (),
+    "proof_initial_memory": ("experiences",),
+    "proof_exploit": ("parent", "summary", "experiences"),
+    "proof_explore": ("guidelines",),
+    "*": ("parent", "summary", "experiences", "guidelines", "references"),
+}
+"""The solver's templates (by plan mode) and the fields it computes for each, beyond those its
+task carries (``*``: the modes of plugins' planners)."""
+
+SOLVER_TASK_FIELDS = ("problem", "plan")
+"""What every solver task carries (a fan-out's ``with`` may add more)."""
 
 
 def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
@@ -49,7 +69,9 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         remembered = mode == "initial" and any(e.get("origin") == "memory" for e in bank)
         if mode in ("exploit", "experience") or custom or remembered:
             context = state["problem"] + ("\n" + task["parent"]["text"] if "parent" in task else "")
-            task["experiences"] = relevant_experiences(bank, context, config.experiences_per_prompt)
+            task["experiences"] = relevant_experiences(
+                bank, context, config.experiences_per_prompt, similarity=config.similarity
+            )
         if mode == "explore" or custom:
             task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
         tasks.append(task)
@@ -80,33 +102,56 @@ def solver_fields(task: dict[str, Any]) -> dict[str, str]:
 PROOF_MODES = ("initial", "exploit", "explore")  # the modes with proof templates
 
 
-def solver_template(task: dict[str, Any]) -> str:
-    """The template of a solver task: ``solver/<mode>``; a first-iteration task shown items
-    of a lifelong memory uses ``solver/initial_memory``; a task of a proof run,
-    ``solver/proof_<mode>`` (initial, exploit, explore; ``solver/proof_initial_memory``).
+def solver_prompt_name(task: dict[str, Any]) -> str:
+    """The name of a solver task's user template in its node's namespace: the plan's mode; a
+    first-iteration task shown items of a lifelong memory uses ``initial_memory``; a task of a
+    proof run, ``proof_<mode>`` (initial, exploit, explore; ``proof_initial_memory``).
 
     Example:
-        >>> solver_template({"plan": {"mode": "initial"}, "experiences": [{"text": "x"}]})
-        'solver/initial_memory'
-        >>> solver_template({"plan": {"mode": "exploit"}, "proof": True})
-        'solver/proof_exploit'
+        >>> solver_prompt_name({"plan": {"mode": "initial"}, "experiences": [{"text": "x"}]})
+        'initial_memory'
+        >>> solver_prompt_name({"plan": {"mode": "exploit"}, "proof": True})
+        'proof_exploit'
     """
     mode = task["plan"]["mode"]
     kind = "proof_" if task.get("proof") and mode in PROOF_MODES else ""
     if mode == "initial" and task.get("experiences"):
-        return f"solver/{kind}initial_memory"
-    return f"solver/{kind}{mode}"
+        return f"{kind}initial_memory"
+    return f"{kind}{mode}"
+
+
+def solver_template(task: dict[str, Any]) -> str:
+    """The built-in solver's template of a task: ``solver/`` and :func:`solver_prompt_name`.
+
+    Example:
+        >>> solver_template({"plan": {"mode": "exploit"}, "proof": True})
+        'solver/proof_exploit'
+    """
+    return f"solver/{solver_prompt_name(task)}"
+
+
+def solver_prompt_fields(task: dict[str, Any]) -> dict[str, str]:
+    """Every field a solver task carries (:func:`tmas.nodes.prompts.prompt_fields`), with the
+    problem, parent, summary, experiences, guidelines and references as :func:`solver_fields`
+    writes them.
+
+    Example:
+        >>> solver_prompt_fields({"problem": "1+1?", "plan": {"mode": "initial"},
+        ...                       "hint": "count"})["hint"]
+        'count'
+    """
+    return {**prompts.prompt_fields(task), **solver_fields(task)}
 
 
 def solver_prompt(task: dict[str, Any], prompt_set: PromptSet | None = None) -> str:
     """The user prompt of a solver task: its template (:func:`solver_template`) filled with
-    :func:`solver_fields`.
+    :func:`solver_prompt_fields`.
 
     Example:
         >>> solver_prompt({"problem": "1+1?", "plan": {"mode": "initial"}}).startswith("Problem")
         True
     """
-    return (prompt_set or PromptSet()).render(solver_template(task), **solver_fields(task))
+    return (prompt_set or PromptSet()).render(solver_template(task), **solver_prompt_fields(task))
 
 
 def clipped(rollout: dict[str, Any], limit: int) -> dict[str, Any]:
@@ -134,12 +179,15 @@ def reference_list(rollouts: list[dict[str, Any]]) -> str:
 
 
 class Solve(SteppedAgent):
-    """Node: run one solver task and add its candidate to the iteration.
+    """Node: run one solver task and add its candidate to the iteration; its prompt is the
+    template of the plan's mode in the node's namespace (:func:`solver_prompt_name`), filled
+    with every field the task carries.
 
     Example:
         >>> from tmas.llm.router import ModelRouter
+        >>> from tmas.nodes.context import NodeContext
         >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> node = Solve(ModelRouter(ScriptedChatModel()), TMASConfig())
+        >>> node = Solve(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
         >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None, "seed": 1}
         >>> node({"problem": "1+1?", "plan": plan})["candidates"][0]["answer"] is not None
         True
@@ -147,16 +195,11 @@ class Solve(SteppedAgent):
 
     def steps(self, task: dict[str, Any]) -> Steps:
         plan = task["plan"]
-        reply = yield ModelCall(
-            "solver",
-            self.prompts.render("solver/system"),
-            solver_prompt(task, self.prompts),
-            self.config.max_tokens_for("solver"),
-            plan["seed"],
-            prompt=solver_template(task),
-        )
+        call = self.ctx.ask(solver_prompt_fields(task), seed=plan["seed"],
+                            user=solver_prompt_name(task))  # fmt: skip
+        reply = yield call
         experience_ids = [e["id"] for e in task.get("experiences", [])]
-        return answer_update(plan, reply, "solver", experience_ids)
+        return answer_update(plan, reply, self.role, experience_ids)
 
     def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
         """The candidate that stands for a failed solver call (:func:`failed_candidate`)."""

@@ -5,12 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, live_candidates
 from tmas.nodes.control.voting import mean_score
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Summary, failed
+
+SUMMARY_PROMPTS: dict[str, tuple[str, ...]] = {"system": (), "user": ("answer", "reports")}
+"""The summary agent's templates: the task's fields, its answer and its numbered reports."""
+
+SUMMARY_TASK_FIELDS = ("problem", "iteration", "candidate_index", "answer", "reports", "scores")
+"""What every summary task carries."""
 
 
 def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
@@ -53,26 +58,17 @@ class Summarize(SteppedAgent):
 
     def steps(self, task: dict[str, Any]) -> Steps:
         reports = "\n\n".join(f"Report {i + 1}:\n{text}" for i, text in enumerate(task["reports"]))
-        reply = yield ModelCall(
-            "summary",
-            self.prompts.render("summary/system"),
-            self.prompts.render(
-                "summary/user",
-                problem=task["problem"],
-                answer=task["answer"] or "(none)",
-                reports=reports,
-            ),
-            self.config.max_tokens_for("summary"),
-            derive_seed(self.config.seed, "summary", task["iteration"], task["candidate_index"]),
-            prompt="summary/user",
-        )
+        fields = {**prompts.prompt_fields(task), "answer": task["answer"] or "(none)",
+                  "reports": reports}  # fmt: skip
+        seed = derive_seed(self.config.seed, "summary", task["iteration"], task["candidate_index"])
+        reply = yield self.ctx.ask(fields, seed=seed)
         summary: Summary = {
             "iteration": task["iteration"],
             "candidate_index": task["candidate_index"],
             "text": reply.text.strip(),
             "mean_score": mean_score(task["scores"]),
         }
-        return {"summaries": [summary], "usage": reply.usage("summary")}
+        return {"summaries": [summary], "usage": reply.usage(self.role)}
 
     def on_failure(self, task: dict[str, Any], error: str) -> dict[str, Any]:
         """The summary of a failed summary call: no text, the candidate's mean score, its error.
@@ -80,7 +76,8 @@ class Summarize(SteppedAgent):
         Example:
             >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> node = Summarize(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> from tmas.nodes.context import NodeContext
+            >>> node = Summarize(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
             >>> node.on_failure({"iteration": 1, "candidate_index": 0, "scores": [0.5, 1.0]},
             ...                 "timeout")["summaries"][0]["mean_score"]
             0.75

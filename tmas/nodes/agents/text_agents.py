@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
-from tmas.llm.router import ModelCall, ModelRouter
+from tmas.llm.router import ModelCall
 from tmas.nodes.agents.chain import (
     agent_messages,
     agent_template,
@@ -17,8 +16,7 @@ from tmas.nodes.agents.chain import (
 )
 from tmas.nodes.agents.solver import failed_candidate
 from tmas.nodes.common import SteppedAgent, Steps, answer_update
-from tmas.nodes.prompts import PromptSet
-from tmas.roles import Role
+from tmas.nodes.context import NodeContext
 from tmas.state import RunState
 
 
@@ -27,18 +25,18 @@ class TextAgent(SteppedAgent):
     out: the chain goes on).
 
     Example:
+        >>> from tmas.config import TMASConfig
+        >>> from tmas.llm.router import ModelRouter
         >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> node = TextAgent(ModelRouter(ScriptedChatModel()), TMASConfig(), PromptSet(),
-        ...                  "solver", "planner")
+        >>> ctx = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()))
+        >>> node = TextAgent(ctx, "planner")
         >>> node({"problem": "What is 2 + 3?", "iteration": 1})["extras"]["agents"][0]["agent"]
         'planner'
     """
 
-    def __init__(
-        self, router: ModelRouter, config: TMASConfig, prompts: PromptSet, role: Role, agent: str
-    ) -> None:
-        super().__init__(router, config, prompts)
-        self.role, self.agent = role, agent
+    def __init__(self, ctx: NodeContext, agent: str) -> None:
+        super().__init__(ctx)
+        self.agent = agent
 
     def ask(self, state: RunState, seed: int) -> ModelCall:
         """The agent's question: the problem and the notes of the agents before it."""
@@ -48,7 +46,7 @@ class TextAgent(SteppedAgent):
             self.role,
             system["content"],
             user["content"],
-            self.config.max_tokens_for(self.role),
+            self.ctx.max_tokens,
             seed,
             prompt=agent_template(self.agent),
         )

@@ -6,7 +6,6 @@ from typing import Any
 
 from tmas.answers.parsing import parse_verification
 from tmas.config import TMASConfig
-from tmas.llm.router import ModelCall
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, agent_update, live_candidates
 from tmas.nodes.events import emit
@@ -24,6 +23,18 @@ def verifier_chars(config: TMASConfig) -> int:
         10240
     """
     return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * config.solver_max_tokens)
+
+
+VERIFIER_PROMPTS: dict[str, tuple[str, ...]] = {
+    "system": (),
+    "user": (),
+    "proof_system": (),
+    "proof_user": (),
+}
+"""The verifier's templates; each is filled with the fields its task carries."""
+
+VERIFICATION_TASK_FIELDS = ("problem", "iteration", "candidate_index", "check_index", "solution")
+"""What every verification task carries."""
 
 
 def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
@@ -53,7 +64,23 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
 
 
 class Verify(SteppedAgent):
-    """Node: check one candidate once and record verdict and score."""
+    """Node: check one candidate once and record verdict and score; its prompts (``user`` and
+    ``system``, ``proof_user`` and ``proof_system`` in a proof run) are filled with every
+    field the task carries.
+
+    Example:
+        >>> from tmas.llm.router import ModelRouter
+        >>> from tmas.nodes.context import NodeContext
+        >>> from tmas.nodes.prompts import PromptSet
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> prompts = PromptSet({"verifier/user": "{solution} (critic: {critique})"})
+        >>> model = ScriptedChatModel()
+        >>> node = Verify(NodeContext(TMASConfig(), ModelRouter(model), prompts, "verifier"))
+        >>> _ = node({"problem": "1+1?", "solution": "2", "critique": "fine", "iteration": 1,
+        ...           "candidate_index": 0, "check_index": 0})
+        >>> model.log[0].user
+        '2 (critic: fine)'
+    """
 
     def steps(self, task: dict[str, Any]) -> Steps:
         seed = derive_seed(
@@ -64,16 +91,8 @@ class Verify(SteppedAgent):
             task["check_index"],
         )
         kind = "proof_" if self.config.proof else ""
-        reply = yield ModelCall(
-            "verifier",
-            self.prompts.render(f"verifier/{kind}system"),
-            self.prompts.render(
-                f"verifier/{kind}user", problem=task["problem"], solution=task["solution"]
-            ),
-            self.config.max_tokens_for("verifier"),
-            seed,
-            prompt=f"verifier/{kind}user",
-        )
+        fields = prompts.prompt_fields(task)
+        reply = yield self.ctx.ask(fields, seed=seed, user=f"{kind}user", system=f"{kind}system")
         parsed = parse_verification(reply.text)
         verdict, score = parsed.value  # type: ignore[misc]
         verification: Verification = {
@@ -95,7 +114,7 @@ class Verify(SteppedAgent):
         return agent_update(
             "verifications",
             [verification],
-            "verifier",
+            self.role,
             reply,
             parsed,
             iteration=task["iteration"],
@@ -108,7 +127,8 @@ class Verify(SteppedAgent):
         Example:
             >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> node = Verify(ModelRouter(ScriptedChatModel()), TMASConfig())
+            >>> from tmas.nodes.context import NodeContext
+            >>> node = Verify(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
             >>> task = {"iteration": 1, "candidate_index": 0, "check_index": 1}
             >>> node.on_failure(task, "HTTP 500")["verifications"][0]["verdict"]
             'unknown'

@@ -6,12 +6,15 @@ from typing import Any
 
 from tmas.config import TMASConfig
 from tmas.memory.banks import merge_into_bank
+from tmas.memory.similarity import similarities_of
 from tmas.nodes.events import emit
 from tmas.state import RunState
 
 
 class UpdateBanks:
-    """Node: deduplicate and cap both banks after the reflection agents ran.
+    """Node: deduplicate (by the run's ``similarity``) and cap both banks after the reflection
+    agents ran. An unknown ``similarity`` or ``memory_similarity`` (the lifelong memory that
+    seeds and keeps these banks) is refused when the node is built.
 
     Example:
         >>> node = UpdateBanks(TMASConfig())
@@ -22,6 +25,7 @@ class UpdateBanks:
     """
 
     def __init__(self, config: TMASConfig) -> None:
+        similarities_of(config)  # an unknown similarity is refused when the graph is built
         self.config = config
 
     def __call__(self, state: RunState) -> dict[str, Any]:
@@ -31,6 +35,7 @@ class UpdateBanks:
             threshold=self.config.dedup_threshold,
             cap=self.config.experience_cap,
             id_prefix="e",
+            similarity=self.config.similarity,
         )
         guideline_bank, guidelines_added = merge_into_bank(
             state.get("guideline_bank", []),
@@ -38,6 +43,7 @@ class UpdateBanks:
             threshold=self.config.dedup_threshold,
             cap=self.config.guideline_cap,
             id_prefix="g",
+            similarity=self.config.similarity,
         )
         for kind, old, new in (
             ("experience_added", state.get("experience_bank", []), experience_bank),

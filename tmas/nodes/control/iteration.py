@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.nodes.channels import ChannelSpec, channel_values, iteration_resets
 from tmas.nodes.common import live_candidates
 from tmas.nodes.control.planners import (
     BUILTIN_MODES,
@@ -72,13 +74,15 @@ def plan_iteration(
     *,
     final_round_size: int | None = None,
     rollouts: list[dict[str, Any]] | None = None,
+    channels: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> list[Plan]:
     """The plans of every candidate of ``iteration``.
 
     ``previous`` holds the indices of the previous iteration's rollouts (a failed solver call
     left none); a plan names the rollouts it reads by those indices, so links survive failed
-    calls; ``rollouts`` are their compact records. Iteration 1 samples plainly; the registered
+    calls; ``rollouts`` are their compact records and ``channels`` the values of the run's
+    declared channels (``request.channels``). Iteration 1 samples plainly; the registered
     ``planner`` (with its ``options``) decides the later ones
     (:mod:`tmas.nodes.control.planners`); :func:`round_size` gives the number of candidates.
 
@@ -96,7 +100,8 @@ def plan_iteration(
     for index in range(round_size(config, iteration, final_round_size)):
         choice = PlanChoice("initial")
         if iteration > 1:
-            request = PlanRequest(config, iteration, index, list(previous), list(rollouts or []))
+            request = PlanRequest(config, iteration, index, list(previous), list(rollouts or []),
+                                  dict(channels or {}))  # fmt: skip
             choice = checked_choice(entry.plan(request, **options), planner, entry, previous)
         plans.append(
             {
@@ -174,6 +179,7 @@ class StartIteration:
         planner: str = "epsilon_greedy",
         *,
         final_round_size: int | None = None,
+        channels: Mapping[str, ChannelSpec] | None = None,
         **options: Any,
     ) -> None:
         known_planner(planner)
@@ -182,12 +188,15 @@ class StartIteration:
         self.config = config
         self.planner = planner
         self.final_round_size = final_round_size
+        self.channels = dict(channels or {})
         self.options = options
 
-    def __call__(self, state: RunState) -> dict[str, Any]:
+    # typed as a plain dict: LangGraph would hand a RunState-typed node RunState's keys only
+    def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         if state.get("stop_reason"):
             # new input on a finished thread: a new run, nothing carried over
-            return {**self._fresh(state, 1, []), **FRESH_RUN}
+            emptied = {name: spec.reset() for name, spec in self.channels.items()}
+            return {**self._fresh(state, 1, []), **FRESH_RUN, **emptied}
         iteration = state.get("iteration", 0) + 1
         return self._fresh(state, iteration, retire_rollouts(state, retired_chars(self.config)))
 
@@ -204,8 +213,10 @@ class StartIteration:
                 self.planner,
                 final_round_size=self.final_round_size,
                 rollouts=previous,
+                channels=channel_values(state, self.channels),
                 **self.options,
             ),
+            **iteration_resets(self.channels),
             "candidates": [RESET],
             "verifications": [RESET],
             "summaries": [RESET],

@@ -39,13 +39,16 @@ class PlanRequest:
     """What a planner is asked about: candidate ``index`` of ``iteration`` (2 or later), with
     ``previous`` the candidate indices of the previous iteration's rollouts (failed calls left
     none; the list may be empty when every call failed) and ``rollouts`` their compact records
-    (``index``, ``answer``, ``mean_score``, ``summary``, the end of their ``text``)."""
+    (``index``, ``answer``, ``mean_score``, ``summary``, the end of their ``text``);
+    ``channels`` holds the run's declared state channels by name, as the previous iteration
+    left them (:mod:`tmas.nodes.channels`)."""
 
     config: TMASConfig
     iteration: int
     index: int
     previous: list[int]
     rollouts: list[dict[str, Any]] = field(default_factory=list)
+    channels: Mapping[str, Any] = field(default_factory=dict)
 
     def rng(self, tag: str) -> random.Random:
         """A random generator seeded by (seed, tag, iteration, index): the same on resume.

@@ -4,17 +4,19 @@ topology's selection rule) and the stop rule."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from tmas.answers.grading import pass_at_1
 from tmas.config import TMASConfig
+from tmas.nodes.channels import ChannelSpec, channel_values
 from tmas.nodes.control.proof_selection import (
     PROOF_SELECTION,
     best_verified,
     describe_choice,
     keep_better,
 )
-from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_rule
+from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, apply_rule, selection_rule
 from tmas.nodes.control.stop_rules import consensus
 from tmas.nodes.control.voting import add_vote, mean_score, tally, weighted_vote, winner
 from tmas.nodes.events import emit
@@ -68,12 +70,19 @@ class RecordIteration:
         ('3', 'majority_last', 0.5)
     """
 
-    def __init__(self, config: TMASConfig, selection: str = DEFAULT_SELECTION) -> None:
+    def __init__(
+        self,
+        config: TMASConfig,
+        selection: str = DEFAULT_SELECTION,
+        channels: Mapping[str, ChannelSpec] | None = None,
+    ) -> None:
         self.config = config
         self.selection = config.selection or selection
         self.rule = selection_rule(self.selection)  # rejects an unknown rule now
+        self.channels = dict(channels or {})
 
-    def __call__(self, state: RunState) -> dict[str, Any]:
+    # typed as a plain dict: LangGraph would hand a RunState-typed node RunState's keys only
+    def __call__(self, state: dict[str, Any]) -> dict[str, Any]:
         candidates = sorted(state.get("candidates", []), key=lambda c: c["index"])
         answers = [c["answer"] for c in candidates]
         scores = candidate_scores(state, candidates)
@@ -108,7 +117,8 @@ class RecordIteration:
             final_answer = chosen["text"] if chosen else None
             record["selected_answer"] = describe_choice(chosen)
         else:
-            final_answer = self.rule(record, totals)
+            values = channel_values(state, self.channels)
+            final_answer = apply_rule(self.rule, record, totals, values)
             record["selected_answer"] = final_answer
         history = [*state.get("history", []), record][-self.config.history_window :]
         emit(

@@ -4,15 +4,19 @@ A rule reads the record of the iteration that just ended (its answers and verifi
 and the running verification-weighted vote over every iteration so far, and names the answer.
 Each bundled topology declares the rule its method uses (``record_iteration``'s ``selection``
 parameter); ``--set selection=NAME`` overrides it. Register your own with
-``register_selection`` (re-exported by ``tmas.graphs.registry``)::
+``register_selection`` (exported by ``tmas.plugin``)::
 
     @register_selection("first_answer")
     def first_answer(record, totals):
         return next((a for a in record["answers"] if a is not None), None)
+
+A rule that also takes a ``channels`` keyword gets the run's declared state channels
+(:mod:`tmas.nodes.channels`) by name.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Annotated
 
@@ -40,6 +44,25 @@ def register_selection(name: str) -> Callable[[SelectionRule], SelectionRule]:
         True
     """
     return register_in(SELECTION_RULES, "selection rule", name)
+
+
+def apply_rule(
+    rule: SelectionRule,
+    record: IterationRecord,
+    totals: Mapping[str, float],
+    channels: Mapping[str, object],
+) -> str | None:
+    """``rule``'s answer; a rule taking ``channels`` is given them.
+
+    Example:
+        >>> def from_channel(record, totals, channels):
+        ...     return channels["pick"]
+        >>> apply_rule(from_channel, {}, {}, {"pick": "7"}), apply_rule(vote_all, {}, {"7": 1}, {})
+        ('7', '7')
+    """
+    if "channels" in inspect.signature(rule).parameters:
+        return rule(record, totals, channels=channels)  # type: ignore[call-arg]
+    return rule(record, totals)
 
 
 def selection_rule(name: str) -> SelectionRule:
