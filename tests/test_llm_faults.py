@@ -262,7 +262,7 @@ def test_failed_candidates_and_checks_are_left_out_of_the_vote() -> None:
 
 
 def test_delm_records_a_failed_plan_and_a_failed_answer() -> None:
-    model = fail_calls(("solver", 1), ("summary", 1))  # the planning call, the answer call
+    model = fail_calls(("planner", 1), ("writer", 1))  # the planning call, the answer call
     store = InMemoryStore()
     config = TMASConfig(max_iterations=1, max_retries=0)
     graph = compile_spec(load_bundled("delm"), config, ModelRouter(model), store=store)
@@ -272,7 +272,7 @@ def test_delm_records_a_failed_plan_and_a_failed_answer() -> None:
     (candidate,) = state["candidates"]
     assert failed(candidate) and state["final_answer"] is None
     usage = state["usage"]
-    assert usage["solver"]["failed_calls"] == usage["summary"]["failed_calls"] == 1
+    assert usage["planner"]["failed_calls"] == usage["writer"]["failed_calls"] == 1
 
 
 def test_every_solver_call_failing_stops_the_run_and_resume_makes_them_again(

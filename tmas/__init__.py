@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from tmas.api import CustomModelError, build_graph, build_tmas_graph, load_topology
     from tmas.config import RoleModel, TMASConfig
     from tmas.graphs.bundled import bundled_names
+    from tmas.graphs.run_plan import RunPlan, plan_run
     from tmas.graphs.settings import topology_config
     from tmas.graphs.spec import GraphSpec, SpecError
     from tmas.lifecycle.manager import RunOutcome
@@ -35,6 +36,7 @@ _HOMES = {
     "GraphSpec": "tmas.graphs.spec",
     "RoleModel": "tmas.config",
     "RunOutcome": "tmas.lifecycle.manager",
+    "RunPlan": "tmas.graphs.run_plan",
     "SpecError": "tmas.graphs.spec",
     "TMASConfig": "tmas.config",
     "build_graph": "tmas.api",
@@ -43,6 +45,7 @@ _HOMES = {
     "evaluate": "tmas.saved_runs",
     "fork": "tmas.saved_runs",
     "load_topology": "tmas.api",
+    "plan_run": "tmas.graphs.run_plan",
     "resume": "tmas.saved_runs",
     "solve": "tmas.saved_runs",
     "topology_config": "tmas.graphs.settings",
@@ -66,6 +69,7 @@ __all__ = [
     "GraphSpec",
     "RoleModel",
     "RunOutcome",
+    "RunPlan",
     "SpecError",
     "TMASConfig",
     "build_graph",
@@ -74,6 +78,7 @@ __all__ = [
     "evaluate",
     "fork",
     "load_topology",
+    "plan_run",
     "resume",
     "solve",
     "topology_config",

@@ -1,7 +1,8 @@
 """A topology's settings: its spec's ``config:`` block under the settings a caller gives.
 
-The command line, the Python API, ``compile_spec``, runs and evaluations all resolve a run's
-config with :func:`topology_config`, so a topology behaves the same however it is started.
+A run's config is resolved once, by :func:`tmas.graphs.run_plan.plan_run` (which the command
+line, the Python API, ``tmas serve`` and evaluations call), with :func:`topology_config`, so a
+topology behaves the same however it is started.
 """
 
 from __future__ import annotations

@@ -42,16 +42,19 @@ def fanout_label(edge: EdgeSpec) -> str:
     Example:
         >>> fanout_label(EdgeSpec.model_validate({"from": "a", "to": "b", "fanout": {"copies": 3}}))
         'fan-out x3'
-        >>> fanout_label(EdgeSpec.model_validate({"from": "a", "to": "b",
-        ...                                       "fanout": {"tasks": "verification_tasks"}}))
-        'fan-out: verification_tasks, N x M tasks'
+        >>> fanout_label(EdgeSpec.model_validate({"from": "a", "to": "b", "fanout": {
+        ...     "tasks": "verification_tasks", "with": {"critique": "critiques"}}}))
+        'fan-out: verification_tasks, N x M tasks, with critique from critiques'
     """
     assert edge.fanout is not None
     if edge.fanout.tasks:
-        return f"fan-out: {edge.fanout.tasks}, {fanout_count(edge)} tasks"
-    if edge.fanout.over:
-        return f"fan-out over {edge.fanout.over}"
-    return f"fan-out x{edge.fanout.copies}"
+        label = f"fan-out: {edge.fanout.tasks}, {fanout_count(edge)} tasks"
+    elif edge.fanout.over:
+        label = f"fan-out over {edge.fanout.over}"
+    else:
+        label = f"fan-out x{edge.fanout.copies}"
+    handed = [f"{field} from {channel}" for field, channel in edge.fanout.with_.items()]
+    return label + (f", with {', '.join(handed)}" if handed else "")
 
 
 def fanout_count(edge: EdgeSpec) -> str:
