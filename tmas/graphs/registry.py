@@ -1,9 +1,10 @@
 """Registries of node types, fan-out task builders, planners, stop conditions and selection
 rules, by name.
 
-Built-in entries come from ``tmas.graphs.builtin``; users add their own from any module::
+Built-in entries come from ``tmas.graphs.builtin`` (loaded by ``tmas.graphs.catalog``); users
+add their own from any module, through the public plugin API::
 
-    from tmas.graphs.registry import register_node
+    from tmas.plugin import register_node
 
     @register_node("shout")
     def make_shout(ctx, suffix: str = "!"):
