@@ -18,6 +18,7 @@ from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import drive, finish, live_options
 from tmas.config import TMASConfig
 from tmas.lifecycle.history import saved_state
+from tmas.llm.backend import BackendSpec
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.run_registry import UnknownRunError
 
@@ -59,8 +60,10 @@ def resume(
             )
         try:
             settings = models.corrections(record.config, record.backend)
-            if settings is not None:
-                checked_router(settings[1], TMASConfig(**settings[0]))
+            if settings is not None:  # the run's plan, revised: its roles must know them
+                config, backend = TMASConfig(**settings[0]), BackendSpec(**settings[1])
+                revised = manager.plan_of(record).revised(config=config, backend=backend)
+                checked_router(revised.backend, revised.config)
         except (ValueError, ModelFileError) as exc:
             fail(error_line(exc))
             return
