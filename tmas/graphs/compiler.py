@@ -21,7 +21,6 @@ from tmas.graphs.pipeline import bodies, is_pipeline
 from tmas.graphs.run_plan import RunPlan, Settings, plan_run
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.graphs.traits import after_solvers
-from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import custom_backend
 from tmas.llm.router import ModelRouter
 from tmas.nodes.channels import ChannelSpec, state_schema
@@ -224,6 +223,5 @@ def compile_spec(
         >>> [len(record["answers"]) for record in graph.invoke({"problem": "9 + 9?"})["history"]]
         [3]
     """
-    validate_spec(spec)
-    plan = plan_run(spec, config, custom_backend(router.main, router.overrides))
+    plan = plan_run(spec, config, custom_backend(router.main, router.overrides))  # validates
     return compile_plan(plan, router, checkpointer=checkpointer, store=store)
