@@ -42,8 +42,7 @@ def show(
             return
         state = saved_state(manager.storage, run_id)
         status = manager.status_of(record, state)
-        plan = saved_plan(record.plan, record.config, record.backend, record.topology,
-                          load_plugins=False)  # fmt: skip
+        plan = saved_plan(record.plan, record.config, record.backend, record.topology)
     if not as_json:
         out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
     spec = (record.topology or {}).get("spec") or {}

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tmas.config import ConfigError, TMASConfig
 from tmas.graphs.catalog import run_plugins, spec_channels
 from tmas.graphs.pipeline import with_inline_bodies
-from tmas.graphs.plugin_files import load_plugin, plugin_digest, plugin_of
+from tmas.graphs.plugin_files import plugin_digest, plugin_of
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.graphs.validate import validate_spec
@@ -213,24 +213,23 @@ def saved_plan(
     config: Mapping[str, Any],
     backend: Mapping[str, Any],
     topology: Mapping[str, Any] | None,
-    *,
-    load_plugins: bool = True,
 ) -> RunPlan:
     """The plan of a saved run: the plan it saved, or for a run saved before runs kept plans,
     one made of its saved config (as it was resolved then: nothing merged), backend, topology
-    and plugins, with today's templates. Its plugins are loaded first (to run it; not to show
-    it).
+    and plugins, with today's templates. Nothing is imported: whoever compiles it loads its
+    plugins (:meth:`RunPlan.plugin_refs`).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> plan = plan_run(load_bundled("rsa"), None, BackendSpec(model="smollm2"))
+        >>> saved_plan(plan.record(), {}, {}, None) == plan
+        True
     """
     if plan is not None:
-        found = RunPlan.model_validate(plan)
-        for ref in found.plugin_refs() if load_plugins else ():
-            load_plugin(ref)
-        return found
+        return RunPlan.model_validate(plan)
     from tmas.graphs.bundled import load_bundled
 
     topology = topology or {"spec": load_bundled("tmas").model_dump(by_alias=True)}
-    for ref in topology.get("plugins", []) if load_plugins else ():
-        load_plugin(ref)
     spec = parse_spec(topology["spec"])
     return _assembled(spec, TMASConfig(**config), BackendSpec(**backend), spec_roles(spec),
                       list(topology.get("plugins", [])))  # fmt: skip

@@ -14,6 +14,7 @@ from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_plan
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.pipeline import pipeline_nodes
+from tmas.graphs.plugin_files import load_plugin
 from tmas.graphs.run_plan import RunPlan, Settings, plan_run, saved_plan
 from tmas.graphs.spec import GraphSpec
 from tmas.graphs.traits import nodes_where, solver_nodes, spec_uses_store
@@ -106,14 +107,17 @@ class RunManager:
         )
 
     def plan_of(self, record: RunRecord) -> RunPlan:
-        """The plan a saved run runs by (its plugins loaded): the one it saved, or for a run
-        saved before runs kept plans, one made of its saved settings."""
+        """The plan a saved run runs by: the one it saved, or for a run saved before runs kept
+        plans, one made of its saved settings (:func:`tmas.graphs.run_plan.saved_plan`)."""
         return saved_plan(record.plan, record.config, record.backend, record.topology)
 
     def graph_for(self, plan: RunPlan, max_concurrency: int | None = None) -> CompiledStateGraph:
         """The compiled graph of a run's plan, with at most ``max_concurrency`` LLM calls in
         flight (None: the backend's own default, :meth:`BackendSpec.default_concurrency`).
-        Fails (before anything is saved) when the backend settings cannot work."""
+        Fails (before anything is saved) when the backend settings cannot work. The plan's
+        plugins are imported first."""
+        for ref in plan.plugin_refs():
+            load_plugin(ref)
         backend = plan.backend.model_dump(mode="json")
         router: ModelRouter = self.router_factory(backend, plan.config)
         if max_concurrency is None:
