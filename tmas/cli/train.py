@@ -1,5 +1,6 @@
 """``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward;
-``tmas train latent``: DiffMAS training of a latent topology's final agent."""
+``tmas train filter``: keep the rows with reward spread; ``tmas train latent``: DiffMAS
+training of a latent topology's final agent."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ def grpo(
     generations: Annotated[int, typer.Option(min=2, help="completions per prompt")] = 4,
     prompts_per_step: Annotated[int, typer.Option(min=1)] = 1,
     max_completion_length: Annotated[int, typer.Option(min=1, help="tokens per completion")] = 128,
+    max_prompt_length: Annotated[
+        int, typer.Option(min=1, help="longer rows are left out (TRL does not cut prompts)")
+    ] = 1024,
+    mask_truncated: Annotated[
+        bool, typer.Option(help="completions cut by the budget add nothing to the loss")
+    ] = True,
+    scale_rewards: Annotated[
+        str, typer.Option(help="reward normalisation: group | batch | none")
+    ] = "group",
+    loss_type: Annotated[str, typer.Option(help="TRL's loss: dapo, grpo, dr_grpo, bnpo, ...")] = (
+        "dapo"
+    ),
+    drop_zero_spread: Annotated[
+        bool, typer.Option(help="leave groups whose rewards are all equal out of the loss")
+    ] = True,
     learning_rate: Annotated[float, typer.Option(min=0.0)] = 5e-5,
     beta: Annotated[float, typer.Option(min=0.0, help="KL coefficient")] = 0.04,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
@@ -44,10 +60,15 @@ def grpo(
     seed: int = 0,
     save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 1,
     w_correctness: Annotated[float, typer.Option(min=0.0, help="weight of correctness")] = 1.0,
-    w_experience: Annotated[float, typer.Option(min=0.0, help="weight of the exploit bonus")] = 0.5,
+    w_experience: Annotated[
+        float, typer.Option(min=0.0, help="weight of the repair term (exploit rows)")
+    ] = 0.5,
     w_novelty: Annotated[float, typer.Option(min=0.0, help="weight of novelty")] = 0.5,
-    novelty_needs_correct: Annotated[bool, typer.Option(help="novelty only when correct")] = False,
+    novelty_needs_correct: Annotated[bool, typer.Option(help="novelty only when correct")] = True,
     judge: Annotated[bool, typer.Option(help="score novelty with a judge model")] = True,
+    judge_self: Annotated[
+        bool, typer.Option(help="let the base model being trained judge novelty")
+    ] = False,
     judge_models: ModelOptions,
     judge_prompt: Annotated[Path | None, typer.Option(help="judge prompt template file")] = None,
     use_vllm: Annotated[bool, typer.Option(help="generate with vLLM (GPU)")] = False,
@@ -62,12 +83,14 @@ def grpo(
         settings = GRPOSettings(
             data=str(data.resolve()), model=models.model, steps=steps, num_generations=generations,
             prompts_per_step=prompts_per_step, max_completion_length=max_completion_length,
+            max_prompt_length=max_prompt_length, mask_truncated_completions=mask_truncated,
+            scale_rewards=scale_rewards, loss_type=loss_type, drop_zero_spread=drop_zero_spread,
             learning_rate=learning_rate, beta=beta, temperature=temperature, lora_r=lora_r,
             lora_alpha=lora_alpha, seed=seed, save_every=save_every,
             weights={"correctness": w_correctness, "experience": w_experience,
                      "novelty": w_novelty, "novelty_needs_correct": novelty_needs_correct},
             judge={"enabled": judge, "backend": judge_models.backend, "model": judge_models.model,
-                   "base_url": judge_models.base_url,
+                   "base_url": judge_models.base_url, "self_judge": judge_self,
                    "prompt_file": str(judge_prompt.resolve()) if judge_prompt else None},
             use_vllm=use_vllm, device=models.device,
         )  # fmt: skip
@@ -79,7 +102,48 @@ def grpo(
         fail(error_line(exc))
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
-    out.print(json.dumps({k: record[k] for k in ("status", "steps", "adapter")}), markup=False)
+    shown = ("status", "steps", "adapter", "dropped_zero_spread_groups", "excluded_completions")
+    out.print(json.dumps({k: record[k] for k in shown}), markup=False)
+
+
+@train_app.command("filter")
+@training_options()
+def filter_rows(
+    data: Annotated[Path, typer.Argument(help="rows from tmas export rollouts (.parquet/.jsonl)")],
+    out_path: Annotated[Path, typer.Option("--out", help="the rows kept (.parquet/.jsonl)")],
+    *,
+    models: ModelOptions,
+    adapter: Annotated[str | None, typer.Option(help="LoRA adapter of the policy")] = None,
+    samples: Annotated[int, typer.Option("-k", "--samples", min=2, help="completions per row")] = 8,
+    max_completion_length: Annotated[int, typer.Option(min=1, help="tokens per completion")] = 128,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    seed: int = 0,
+) -> None:
+    """Keep the rows the policy solves sometimes but not always (0 < pass rate < 1), sampled
+    under the training prompt, budget and temperature; print the distribution."""
+    from tmas.training.data_files import DataFileError, check_suffix, read_rows, write_rows
+    from tmas.training.spread_filter import FilterSettings, policy_sampler, spread_rows
+
+    try:
+        check_suffix(out_path)
+        settings = FilterSettings(
+            model=models.model, adapter=adapter, samples=samples, seed=seed,
+            max_completion_length=max_completion_length, temperature=temperature,
+            device=models.device,
+        )  # fmt: skip
+        rows = read_rows(data)
+        report = spread_rows(rows, policy_sampler(settings), samples, settings.rows_per_batch)
+        if not report.kept:
+            fail(f"no row has reward spread ({json.dumps(report.summary())}); nothing written")
+            return
+        write_rows(report.kept, out_path)
+    except (ValidationError, DataFileError, ModelFileError, ValueError, OSError) as exc:
+        fail(error_line(exc))
+        return
+    summary = report.summary()
+    for correct, count in summary["histogram"].items():
+        err.print(f"{correct}/{samples} correct: {count} row(s)", markup=False)
+    out.print(json.dumps(summary), markup=False)
 
 
 @train_app.command("latent")

@@ -94,9 +94,12 @@ class BackendSpec(BaseModel):
             >>> BackendSpec(kind="openai", base_url="http://h/v1", model="m").resolved().model
             'm'
         """
-        if self.adapter and not os.path.isabs(self.adapter):
-            absolute = os.path.abspath(os.path.expanduser(self.adapter))
-            return self.model_copy(update={"adapter": absolute}).resolved()
+        if self.adapter:
+            from tmas.llm.hf.model_loading import adapter_folder
+
+            folder = os.path.abspath(adapter_folder(self.adapter))
+            if folder != self.adapter:
+                return self.model_copy(update={"adapter": folder}).resolved()
         if self.kind not in LOCAL_KINDS or self.model not in (None, "default"):
             return self
         from tmas.llm.model_files import qwen_available

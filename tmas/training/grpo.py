@@ -25,7 +25,8 @@ from tmas.training.data_files import DataFileError, read_rows
 from tmas.training.grpo_settings import GRPOSettings
 from tmas.training.metrics import keep_steps_up_to, plot_rewards, read_metrics
 from tmas.training.novelty import NoveltyJudge, load_template
-from tmas.training.rewards import HybridReward
+from tmas.training.rewards import HybridReward, Sample
+from tmas.training.spread import spread_filtering_trainer
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
@@ -39,23 +40,65 @@ from tmas.training.trainer_runs import (
 from tmas.training.trl_rewards import TRLRewards
 
 
-def make_judge(settings: GRPOSettings) -> NoveltyJudge | None:
-    """The novelty judge the settings name (None when disabled): by default the base model
-    being trained, on the judge's backend (an openai judge needs its model named)."""
+def make_judge(settings: GRPOSettings, rows: list[dict[str, Any]]) -> NoveltyJudge | None:
+    """The novelty judge the settings name; None when disabled, when novelty weighs nothing or
+    when no row is a guideline row with a bank. ValueError when one is needed and none is named:
+    the base model judges itself only when ``self_judge`` says so.
+
+    Example:
+        >>> make_judge(GRPOSettings(data="/d", judge={"enabled": False}), []) is None
+        True
+    """
     judge = settings.judge
-    if not judge.enabled:
+    needed = settings.weights.novelty > 0 and any(judged_row(row) for row in rows)
+    if not (judge.enabled and needed):
         return None
+    if not judge.named:
+        raise ValueError(
+            "guideline rows need a novelty judge: name one (--judge-model, --judge-backend), "
+            "let the base model judge itself (--judge-self), or score no novelty (--no-judge)"
+        )
     from tmas.config import TMASConfig
     from tmas.llm.backend import BackendSpec, make_main_model
 
     spec = BackendSpec(
         kind=judge.backend,  # type: ignore[arg-type]
-        model=judge.model or (settings.model if judge.backend != "openai" else None),
+        model=judge.model or settings.model,
         base_url=judge.base_url,
         device=settings.device if judge.backend == "hf" else None,
     ).resolved()
     model = make_main_model(spec, TMASConfig(solver_max_tokens=judge.max_tokens, temperature=0))
     return NoveltyJudge(model, load_template(judge.prompt_file), judge.max_tokens)
+
+
+def judged_row(row: dict[str, Any]) -> bool:
+    """Whether novelty is scored on ``row``: a guideline row whose bank is not empty.
+
+    Example:
+        >>> judged_row({"_source": "guideline", "extra_info": {"guidelines": ["Count"]}})
+        True
+    """
+    sample = Sample.from_row(row)
+    return sample.source == "guideline" and bool(sample.guidelines)
+
+
+def fitting_rows(
+    rows: list[dict[str, Any]], tokenizer: Any, max_prompt_length: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows whose chat prompt (with the generation prompt, as TRL renders it) has at most
+    ``max_prompt_length`` tokens, and how many were longer. The installed TRL does not cut
+    prompts, and cutting one would drop the system prompt or the problem."""
+    kept = [
+        row
+        for row in rows
+        if len(
+            tokenizer.apply_chat_template(
+                row["prompt"], add_generation_prompt=True, tokenize=True, return_dict=False
+            )
+        )
+        <= max_prompt_length
+    ]
+    return kept, len(rows) - len(kept)
 
 
 def load_policy(settings: GRPOSettings) -> tuple[Any, Any, str]:
@@ -75,12 +118,29 @@ def trainer_config(settings: GRPOSettings, out_dir: Path, progress: bool, weight
         per_device_train_batch_size=settings.batch_size,
         num_generations=settings.num_generations,
         max_completion_length=settings.max_completion_length,
+        mask_truncated_completions=settings.mask_truncated_completions,
+        scale_rewards=settings.scale_rewards,
+        loss_type=settings.loss_type,
         learning_rate=settings.learning_rate,
         beta=settings.beta,
         temperature=settings.temperature,
         reward_weights=weights,
         use_vllm=settings.use_vllm,
     )
+
+
+def trainer_record(config: Any) -> dict[str, Any]:
+    """What the trainer was actually set to (read back from TRL's config, with TRL's version),
+    for ``training.json``."""
+    import trl
+
+    names = (
+        "scale_rewards", "mask_truncated_completions", "loss_type", "max_completion_length",
+        "num_generations", "temperature", "top_p", "top_k", "beta", "epsilon",
+        "per_device_train_batch_size", "gradient_accumulation_steps", "steps_per_generation",
+    )  # fmt: skip
+    return {"trl": trl.__version__, **{name: getattr(config, name, None) for name in names},
+            "prompt_truncation": "none: rows over max_prompt_length are left out"}  # fmt: skip
 
 
 def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> dict[str, Any]:
@@ -95,14 +155,18 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     """
     prepare_output(out_dir, settings)
     rows = read_rows(Path(settings.data))
-    judge = make_judge(settings)
+    judge = make_judge(settings, rows)
     model, tokenizer, checkpoint = load_policy(settings)
+    rows, too_long = fitting_rows(rows, tokenizer, settings.max_prompt_length)
+    if not rows:
+        raise DataFileError(
+            f"{settings.data}: every prompt is longer than {settings.max_prompt_length} tokens"
+        )
     if not settings.use_vllm:  # TRL warns about the installed vLLM even when it is not used
         warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
     try:
         from datasets import Dataset
         from peft import LoraConfig
-        from trl import GRPOTrainer
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
     last = resume_checkpoint(out_dir, settings.steps)
@@ -111,15 +175,23 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     except (TypeError, ValueError) as exc:  # pyarrow cannot put the rows in one table
         raise DataFileError(f"{settings.data}: rows of different shapes ({exc})") from None
     rewards = TRLRewards(HybridReward(settings.weights, judge))
-    record = {"settings": settings.model_dump(), "checkpoint": checkpoint, "status": "running"}
+    config = trainer_config(settings, out_dir, progress, rewards.weights())
+    record = {
+        "settings": settings.model_dump(),
+        "trainer": trainer_record(config),
+        "checkpoint": checkpoint,
+        "rows": {"used": len(rows), "prompt_too_long": too_long},
+        "status": "running",
+    }
     write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
     shutil.rmtree(out_dir / "adapter", ignore_errors=True)
     metrics_path = out_dir / "metrics.jsonl"
     keep_steps_up_to(metrics_path, checkpoint_step(last) if last else 0)
-    trainer = GRPOTrainer(
+    trainer_class = spread_filtering_trainer(rewards.last_totals, settings.drop_zero_spread)
+    trainer = trainer_class(
         model=model,
         reward_funcs=rewards.functions(),
-        args=trainer_config(settings, out_dir, progress, rewards.weights()),
+        args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
         peft_config=LoraConfig(
@@ -141,6 +213,8 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         adapter=str(adapter),
         train_seconds=round(time.monotonic() - started, 1),
         judge_failures=rewards.reward.judge_failures,  # in this process (since a resume)
+        excluded_completions=rewards.excluded,
+        dropped_zero_spread_groups=trainer.dropped_groups,
     )
     write_json(out_dir / SETTINGS_FILE, record)
     plot_rewards(read_metrics(metrics_path), out_dir / "rewards.png")

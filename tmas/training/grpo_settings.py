@@ -3,14 +3,22 @@ the same training."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from tmas.training.rewards import RewardWeights
 
 
 class JudgeSettings(BaseModel):
-    """The novelty judge: a backend of the framework (default: the hf backend on the base
-    model being trained), or none (novelty is then not scored)."""
+    """The novelty judge: a model of one of the framework's backends, named explicitly, or the
+    base model being trained when ``self_judge`` says so; none when disabled (novelty is then
+    not scored).
+
+    Example:
+        >>> JudgeSettings(model="qwen", backend="llamacpp").named
+        True
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -18,16 +26,29 @@ class JudgeSettings(BaseModel):
     backend: str = "hf"
     model: str | None = None
     base_url: str | None = None
+    self_judge: bool = False
     prompt_file: str | None = None
     max_tokens: int = Field(default=64, ge=16)
 
+    @property
+    def named(self) -> bool:
+        """Whether a judge model is named (or the base model was chosen as its own judge)."""
+        return self.model is not None or self.self_judge
+
 
 class GRPOSettings(BaseModel):
-    """What ``tmas train grpo`` trains: data, base model, LoRA, GRPO and reward settings.
+    """What ``tmas train grpo`` trains: data, base model, LoRA, GRPO, TRL and reward settings.
+
+    ``max_prompt_length``: rows whose prompt is longer (in tokens) are left out before training
+    and counted (the installed TRL does not cut prompts); ``mask_truncated_completions``:
+    completions cut by the budget add nothing to the loss; ``scale_rewards``: TRL's
+    normalisation of the group's rewards (``group``: by the group's spread, ``batch``, ``none``);
+    ``drop_zero_spread``: groups whose completions all scored the same are left out of the loss
+    (they carry no advantage, only the KL term and the token count), counted per step.
 
     Example:
-        >>> GRPOSettings(data="/d.parquet").batch_size
-        4
+        >>> GRPOSettings(data="/d.parquet").batch_size, GRPOSettings(data="/d").scale_rewards
+        (4, 'group')
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -38,6 +59,11 @@ class GRPOSettings(BaseModel):
     num_generations: int = Field(default=4, ge=2)
     prompts_per_step: int = Field(default=1, ge=1)
     max_completion_length: int = Field(default=128, ge=1)
+    max_prompt_length: int = Field(default=1024, ge=1)
+    mask_truncated_completions: bool = True
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    loss_type: str = "dapo"
+    drop_zero_spread: bool = True
     learning_rate: float = Field(default=5e-5, gt=0)
     beta: float = Field(default=0.04, ge=0, description="KL coefficient (0: no reference)")
     temperature: float = Field(default=1.0, gt=0)

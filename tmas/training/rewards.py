@@ -2,15 +2,23 @@
 
 Each row has a ``_source``: ``normal`` (the plain problem), ``experience`` (problem, experience
 bank and an earlier attempt: the exploit prompt) or ``guideline`` (problem and guideline bank:
-the explore prompt). The components of a completion's reward:
+the explore prompt). GRPO compares the completions of one prompt with each other (it subtracts
+the group's mean reward and divides by its spread), so a component teaches something only where
+it differs between completions of the same prompt. The components of a completion's reward:
 
 - ``correctness``: 1 when its ``\\boxed{}`` answer equals the gold answer (math-verify, bounded
   in time in a worker process), for every source;
-- ``experience``: the same correctness, on experience rows only (None elsewhere): a bonus for
-  answering right with the experience in context;
-- ``novelty``: on guideline rows only, 1 when a generative judge finds the solution's
-  strategy different from every strategy in the bank (None elsewhere, and None when the
-  judge failed: recorded, never raised).
+- ``experience`` (the repair term, experience rows only; None elsewhere and where the row does
+  not carry the earlier attempt's answer): 1 when the completion answers and does not repeat
+  the answer of an earlier attempt that was wrong; where the earlier attempt was right it
+  equals correctness.
+  Within a group, repeating a refuted answer then ranks below a different wrong answer, which
+  ranks below a right one;
+- ``novelty`` (guideline rows only; None elsewhere): 1 when a generative judge finds the
+  solution's strategy different from every strategy in the bank, counted only for a correct
+  answer unless ``novelty_needs_correct`` is off. A row with an empty bank has nothing to differ
+  from and is not judged (None). A failed judgement leaves the completion out: every component
+  is None (``excluded``), so TRL leaves it out of its group's mean and gives it no advantage.
 
 ``total`` is the weighted sum (a missing component counts 0). The paper does not publish its
 weights; the defaults here are our choice.
@@ -34,11 +42,12 @@ COMPONENTS = ("correctness", "experience", "novelty")
 class RewardWeights(BaseModel):
     """Weights of the reward components (our defaults; the paper's are not public).
 
-    ``novelty_needs_correct`` counts novelty only for a correct solution.
+    ``novelty_needs_correct`` counts novelty only for a correct solution (the default: a wrong
+    answer is never paid for being different).
 
     Example:
-        >>> RewardWeights(novelty=1.0).novelty
-        1.0
+        >>> RewardWeights(novelty=1.0).novelty, RewardWeights().novelty_needs_correct
+        (1.0, True)
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -46,7 +55,13 @@ class RewardWeights(BaseModel):
     correctness: float = Field(default=1.0, ge=0)
     experience: float = Field(default=0.5, ge=0)
     novelty: float = Field(default=0.5, ge=0)
-    novelty_needs_correct: bool = False
+    novelty_needs_correct: bool = True
+
+
+def _strings(value: Any) -> list[str]:
+    """A bank as a list of strings, whether it came as a list, a tuple or a numpy array (a
+    parquet column read by pandas)."""
+    return [str(item) for item in (list(value) if value is not None else [])]
 
 
 @dataclass
@@ -57,10 +72,12 @@ class Sample:
     ground_truth: str
     problem: str = ""
     guidelines: list[str] = field(default_factory=list)
+    parent_answer: str | None = None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Sample:
-        """The sample of an exported row (or of TRL's per-row keyword arguments).
+        """The sample of an exported row (or of TRL's per-row keyword arguments). The kind is
+        the row's ``_source``, else the one its ``extra_info`` carries (verl passes only that).
 
         Example:
             >>> Sample.from_row({"_source": "guideline", "reward_model": {"ground_truth": "7"},
@@ -68,11 +85,13 @@ class Sample:
             ['Count']
         """
         extra = row.get("extra_info") or {}
+        parent = extra.get("parent_answer")
         return cls(
-            source=str(row.get("_source") or "normal"),
+            source=str(row.get("_source") or extra.get("_source") or "normal"),
             ground_truth=str((row.get("reward_model") or {}).get("ground_truth", "")),
             problem=str(extra.get("problem") or ""),
-            guidelines=[str(g) for g in extra.get("guidelines") or []],
+            guidelines=_strings(extra.get("guidelines")),
+            parent_answer=str(parent) if parent not in (None, "") else None,
         )
 
 
@@ -82,7 +101,7 @@ class HybridReward:
 
     Example:
         >>> reward = HybridReward()
-        >>> reward.score(Sample("experience", "7"), "3 + 4 = 7, so \\\\boxed{7}")["total"]
+        >>> reward.score(Sample("experience", "7", parent_answer="8"), "\\\\boxed{7}")["total"]
         1.5
     """
 
@@ -94,13 +113,23 @@ class HybridReward:
 
     def correctness(self, sample: Sample, completion: str) -> float:
         """1.0 when the completion's answer equals the gold answer, else 0.0."""
-        answer = extract_answer(completion).value
-        return 1.0 if is_correct(answer, sample.ground_truth or None) else 0.0
+        return 1.0 if is_correct(self._answer(completion), sample.ground_truth or None) else 0.0
+
+    def experience(self, sample: Sample, completion: str, correct: float) -> float | None:
+        """The repair term of an experience row: 0.0 when the completion gives no answer or
+        repeats the earlier attempt's wrong answer (or, the earlier answer being right, when it
+        is wrong), else 1.0; None on other rows and when the row lacks the earlier answer."""
+        if sample.source != "experience" or sample.parent_answer is None:
+            return None
+        if is_correct(sample.parent_answer, sample.ground_truth or None):
+            return correct
+        answer = self._answer(completion)
+        return 0.0 if answer is None or is_correct(answer, sample.parent_answer) else 1.0
 
     def novelty(self, sample: Sample, completion: str) -> tuple[float | None, str | None]:
-        """The judge's verdict on a guideline row (None elsewhere and without a judge) and the
-        judge's error when it failed (the verdict is then None)."""
-        if sample.source != "guideline" or self.judge is None:
+        """The judge's verdict on a guideline row with a bank (None elsewhere and without a
+        judge) and the judge's error when it failed (the verdict is then None)."""
+        if sample.source != "guideline" or self.judge is None or not sample.guidelines:
             return None, None
         try:
             return self.judge.novelty(sample.problem, sample.guidelines, completion), None
@@ -110,25 +139,31 @@ class HybridReward:
             return None, str(exc)
 
     def score(self, sample: Sample, completion: str) -> dict[str, Any]:
-        """``{correctness, experience, novelty, total}`` (plus ``judge_error`` when the judge
-        failed on this completion)."""
+        """``{correctness, experience, novelty, total}``; a completion whose judgement failed
+        has every component and the total None, ``excluded`` True and the ``judge_error``."""
         correct = self.correctness(sample, completion)
-        experience = correct if sample.source == "experience" else None
-        novelty, judge_error = self.novelty(sample, completion)
-        if novelty is not None and self.weights.novelty_needs_correct and not correct:
-            novelty = 0.0
+        experience = self.experience(sample, completion, correct)
         weights = self.weights
+        novelty: float | None = None
+        if not (weights.novelty_needs_correct and not correct):
+            novelty, judge_error = self.novelty(sample, completion)
+            if judge_error is not None:
+                return {**dict.fromkeys((*COMPONENTS, "total")), "excluded": True,
+                        "judge_error": judge_error}  # fmt: skip
+        elif sample.source == "guideline" and self.judge is not None and sample.guidelines:
+            novelty = 0.0  # a wrong answer is not judged, and not paid
         total = (
             weights.correctness * correct
             + weights.experience * (experience or 0.0)
             + weights.novelty * (novelty or 0.0)
         )
-        scores: dict[str, Any] = {
+        return {
             "correctness": correct,
             "experience": experience,
             "novelty": novelty,
             "total": total,
         }
-        if judge_error is not None:
-            scores["judge_error"] = judge_error
-        return scores
+
+    @staticmethod
+    def _answer(completion: str) -> str | None:
+        return extract_answer(completion).value

@@ -172,7 +172,9 @@ def rollout_row(
             "problem": task["problem"],
             "experiences": [item["text"] for item in task.get("experiences", [])],
             "guidelines": list(task.get("guidelines", [])),
+            "_source": source,  # verl hands the reward only extra_info, not the row's columns
             "parent_attempt": parent.get("text") or "",
+            "parent_answer": parent.get("answer") or "",
             "parent_summary": parent.get("summary") or "",
             "response": (candidate or {}).get("text") or "",
             "response_answer": (candidate or {}).get("answer") or "",

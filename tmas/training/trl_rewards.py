@@ -2,8 +2,10 @@
 ``experience``, ``novelty``), weighted by TRL's ``reward_weights``. TRL calls each with the
 batch's completions and the dataset's other columns (``_source``, ``reward_model``,
 ``extra_info``) as keyword arguments; the first call of a batch scores it once through the
-reward core and the others read the same scores. Per-``_source`` means are logged through
-TRL's ``log_metric`` (``reward/<source>/<component>``)."""
+reward core and the others read the same scores. A completion whose novelty judgement failed
+gets None from every function, which TRL leaves out of its group's baseline and gives no
+advantage. Per-``_source`` means are logged through TRL's ``log_metric``
+(``reward/<source>/<component>``), with ``judge_failures`` per batch."""
 
 from __future__ import annotations
 
@@ -44,13 +46,14 @@ class TRLRewards:
         >>> rewards = TRLRewards(HybridReward())
         >>> correctness, experience, novelty = rewards.functions()
         >>> batch = dict(completions=["\\\\boxed{7}", "\\\\boxed{8}"], _source=["experience"] * 2,
-        ...              reward_model=[{"ground_truth": "7"}] * 2)
+        ...     reward_model=[{"ground_truth": "7"}] * 2, extra_info=[{"parent_answer": "8"}] * 2)
         >>> correctness(**batch), experience(**batch), novelty(**batch)
         ([1.0, 0.0], [1.0, 0.0], [None, None])
     """
 
     def __init__(self, reward: HybridReward) -> None:
         self.reward = reward
+        self.excluded = 0
         self._batch: tuple[list[Any], list[dict[str, Any]]] | None = None
 
     def weights(self) -> list[float]:
@@ -62,6 +65,10 @@ class TRLRewards:
         """``correctness``, ``experience`` and ``novelty`` reward functions (named so, as TRL
         names their metrics after them)."""
         return [self._component(name) for name in COMPONENTS]
+
+    def last_totals(self) -> list[float | None]:
+        """The weighted totals of the last batch scored, in its order (None: left out)."""
+        return [score["total"] for score in self._batch[1]] if self._batch else []
 
     def _component(self, name: str) -> Callable[..., list[float | None]]:
         def reward_function(completions: list[Any], **kwargs: Any) -> list[float | None]:
@@ -80,12 +87,13 @@ class TRLRewards:
             self.reward.score(sample, completion_text(completion))
             for sample, completion in zip(samples, completions, strict=True)
         ]
+        excluded = sum(bool(score.get("excluded")) for score in scores)
+        self.excluded += excluded
         log_metric = kwargs.get("log_metric")
         if callable(log_metric):
             for metric, value in source_means(samples, scores).items():
                 log_metric(metric, value)
-            failed = sum("judge_error" in score for score in scores)
-            log_metric("judge_failures", float(failed))  # this batch's failed judgements
+            log_metric("judge_failures", float(excluded))  # this batch's left-out completions
         self._batch = (completions, scores)  # kept alive, so its identity stays its own
         return scores
 

@@ -53,6 +53,26 @@ def model_shape(config: Any) -> dict[str, Any]:
     return {key: getattr(config, key, None) for key in SHAPE_KEYS}
 
 
+def adapter_folder(path: str | Path) -> Path:
+    """The LoRA adapter folder ``path`` names: the folder itself, or the ``adapter/`` inside a
+    training's output folder (what ``tmas train ... --out`` names).
+
+    Example:
+        >>> import tempfile
+        >>> out = Path(tempfile.mkdtemp())
+        >>> (out / "adapter").mkdir(); (out / "adapter" / "adapter_config.json").write_text("{}")
+        2
+        >>> adapter_folder(out) == out / "adapter"
+        True
+    """
+    folder = Path(path).expanduser()
+    inside = folder / "adapter"
+    marker = "adapter_config.json"
+    if not (folder / marker).is_file() and (inside / marker).is_file():
+        return inside
+    return folder
+
+
 def check_adapter(adapter: Path, base_shape: dict[str, Any] | None, base_name: str) -> None:
     """Refuse an adapter folder that is missing, not a PEFT adapter, or made for a base of
     another shape than ``base_shape`` (not compared when None).
@@ -113,7 +133,7 @@ def load_model(
     """
     from tmas.llm.checkpoints import checkpoint_for
 
-    adapter_path = str(Path(adapter).expanduser().resolve()) if adapter else None
+    adapter_path = str(adapter_folder(adapter).resolve()) if adapter else None
     if adapter_path is not None:
         check_adapter(Path(adapter_path), None, model or "default")  # before any weights load
     checkpoint = checkpoint_for(model)
