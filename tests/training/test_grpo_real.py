@@ -73,7 +73,7 @@ def _train(data: Path, out: Path) -> list[str]:
         sys.executable, "-m", "tmas.cli", "train", "grpo", str(data), "--out", str(out),
         "--steps", str(STEPS), "--generations", "2", "--prompts-per-step", "1",
         "--max-completion-length", "16", "--learning-rate", "1e-4",
-        "--judge-backend", "llamacpp", "--quiet",
+        "--judge-backend", "llamacpp", "--judge-model", "smollm2", "--quiet",
     ]  # fmt: skip
 
 
@@ -99,6 +99,11 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     record = json.loads((out / "training.json").read_text())
     assert record["status"] == "finished" and record["steps"] == STEPS
     assert record["resumed_from"].rsplit("-", 1)[1] in {"1", "2"}
+    trainer = record["trainer"]  # read back from TRL's own config
+    assert (trainer["scale_rewards"], trainer["mask_truncated_completions"]) == ("group", True)
+    assert trainer["loss_type"] == "dapo" and trainer["max_completion_length"] == 16
+    assert record["rows"] == {"used": 3, "prompt_too_long": 0}
+    assert record["dropped_zero_spread_groups"] >= 0 and record["excluded_completions"] >= 0
 
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [line["step"] for line in lines if "loss" in line]
@@ -112,8 +117,9 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     assert any("reward/experience/experience" in line for line in lines)
     assert (out / "rewards.png").stat().st_size > 1000
 
-    # The adapter serves every role of a TMAS run through the hf backend.
-    backend = {"kind": "hf", "model": "smollm2", "adapter": str(out / "adapter")}
+    # The adapter serves every role of a TMAS run through the hf backend; the training folder
+    # names it as well as its adapter/ subfolder.
+    backend = {"kind": "hf", "model": "smollm2", "adapter": str(out)}
     chat = make_main_model(BackendSpec(**backend), TMASConfig(solver_max_tokens=16))
     assert type(chat.loaded.model).__name__.startswith("Peft")
     config = {**RUN_CONFIG, "n_candidates": 1, "max_iterations": 1, "solver_max_tokens": 16}
@@ -144,6 +150,13 @@ def test_bad_training_input_fails_in_one_line(tmp_path: Path, training_data: Pat
         assert message in result.output
         assert len([line for line in result.output.splitlines() if line.strip()]) == 1
     assert not (tmp_path / "o1" / "adapter").exists()
+    unjudged = runner.invoke(
+        app, ["train", "grpo", str(training_data), "--out", str(tmp_path / "o4"), "--quiet"]
+    )
+    assert unjudged.exit_code == 2 and "need a novelty judge" in unjudged.output
+    assert "--judge-self" in unjudged.output
+    too_long = train(str(training_data), "--out", str(tmp_path / "o5"), "--max-prompt-length", "8")
+    assert too_long.exit_code == 2 and "every prompt is longer than 8 tokens" in too_long.output
     taken = tmp_path / "o3"
     taken.mkdir()
     (taken / "training.json").write_text(json.dumps({"settings": {"model": "qwen"}}))

@@ -88,6 +88,8 @@ def test_the_experience_weight_changes_advantages_inside_a_group() -> None:
     right_parent = Sample("experience", "7", parent_answer="7")  # keeping a right answer
     assert [HybridReward().score(right_parent, c)["experience"] for c in group] == [1, 0, 0, 0]
     assert HybridReward().score(Sample("experience", "7"), RIGHT)["experience"] is None
+    no_answer_before = Sample("experience", "7", parent_answer="")
+    assert [HybridReward().score(no_answer_before, c)["experience"] for c in group] == [1, 1, 1, 0]
 
 
 def test_novelty_is_paid_only_with_a_right_answer_by_default() -> None:

@@ -55,7 +55,7 @@ def pairs(
     except OSError as exc:
         fail(f"cannot write {out_path}: {exc.strerror or exc}")
     err.print(f"{len(rows)} pairs -> {out_path}", markup=False)
-    out.print(json.dumps(report), markup=False)
+    out.print(json.dumps(report), markup=False, soft_wrap=True)
 
 
 @orchrm_app.command("train")
@@ -136,7 +136,11 @@ def score(
         return
     ranked = sorted(choice.candidates, key=lambda c: -(c.score or 0.0))
     if as_json:
-        out.print(json.dumps([{"plan": c.name, "score": c.score} for c in ranked]), markup=False)
+        out.print(
+            json.dumps([{"plan": c.name, "score": c.score} for c in ranked]),
+            markup=False,
+            soft_wrap=True,
+        )
         return
     for rank, candidate in enumerate(ranked, start=1):
         out.print(f"{rank}. {candidate.score:+.4f}  {candidate.name}", markup=False)

@@ -25,7 +25,7 @@ train_app = typer.Typer(
 @model_options(
     "backend", "model", "base_url", into="judge_models", prefix="judge",
     backend={"default": "hf", "help": "llamacpp | openai | hf | vllm"},
-    model={"help": "default: the base model (an openai judge must name one)"},
+    model={"help": "the novelty judge's model (or --judge-self: the base model judges)"},
     base_url={"help": "openai judge endpoint"},
 )  # fmt: skip
 def grpo(
@@ -103,7 +103,7 @@ def grpo(
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
     shown = ("status", "steps", "adapter", "dropped_zero_spread_groups", "excluded_completions")
-    out.print(json.dumps({k: record[k] for k in shown}), markup=False)
+    out.print(json.dumps({k: record[k] for k in shown}), markup=False, soft_wrap=True)
 
 
 @train_app.command("filter")
@@ -143,7 +143,7 @@ def filter_rows(
     summary = report.summary()
     for correct, count in summary["histogram"].items():
         err.print(f"{correct}/{samples} correct: {count} row(s)", markup=False)
-    out.print(json.dumps(summary), markup=False)
+    out.print(json.dumps(summary), markup=False, soft_wrap=True)
 
 
 @train_app.command("latent")
@@ -188,4 +188,4 @@ def latent(
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
     shown = ("status", "steps", "adapter", "loss_before", "loss_after")
-    out.print(json.dumps({k: record[k] for k in shown}), markup=False)
+    out.print(json.dumps({k: record[k] for k in shown}), markup=False, soft_wrap=True)

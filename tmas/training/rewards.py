@@ -10,8 +10,8 @@ it differs between completions of the same prompt. The components of a completio
   in time in a worker process), for every source;
 - ``experience`` (the repair term, experience rows only; None elsewhere and where the row does
   not carry the earlier attempt's answer): 1 when the completion answers and does not repeat
-  the answer of an earlier attempt that was wrong; where the earlier attempt was right it
-  equals correctness.
+  the answer of an earlier attempt that was wrong (or gave none); where the earlier attempt was
+  right it equals correctness.
   Within a group, repeating a refuted answer then ranks below a different wrong answer, which
   ranks below a right one;
 - ``novelty`` (guideline rows only; None elsewhere): 1 when a generative judge finds the
@@ -85,13 +85,13 @@ class Sample:
             ['Count']
         """
         extra = row.get("extra_info") or {}
-        parent = extra.get("parent_answer")
+        parent = extra.get("parent_answer")  # "": the earlier attempt gave no answer
         return cls(
             source=str(row.get("_source") or extra.get("_source") or "normal"),
             ground_truth=str((row.get("reward_model") or {}).get("ground_truth", "")),
             problem=str(extra.get("problem") or ""),
             guidelines=_strings(extra.get("guidelines")),
-            parent_answer=str(parent) if parent not in (None, "") else None,
+            parent_answer=str(parent) if parent is not None else None,
         )
 
 
@@ -121,10 +121,12 @@ class HybridReward:
         is wrong), else 1.0; None on other rows and when the row lacks the earlier answer."""
         if sample.source != "experience" or sample.parent_answer is None:
             return None
-        if is_correct(sample.parent_answer, sample.ground_truth or None):
+        answer, parent = self._answer(completion), sample.parent_answer
+        if answer is None:
+            return 0.0
+        if parent and is_correct(parent, sample.ground_truth or None):
             return correct
-        answer = self._answer(completion)
-        return 0.0 if answer is None or is_correct(answer, sample.parent_answer) else 1.0
+        return 0.0 if parent and is_correct(answer, parent) else 1.0
 
     def novelty(self, sample: Sample, completion: str) -> tuple[float | None, str | None]:
         """The judge's verdict on a guideline row with a bank (None elsewhere and without a
