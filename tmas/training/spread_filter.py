@@ -109,36 +109,50 @@ def spread_rows(
 
 
 def policy_sampler(settings: FilterSettings) -> Callable[[list[list[dict]]], list[list[str]]]:
-    """A sampler on the policy the settings name: TRL's chat rendering (the generation prompt
-    added), left padding, ``samples`` completions per prompt at the training temperature with
-    TRL's defaults (top_p 1, top_k off)."""
+    """A sampler on the policy the settings name: ``samples`` completions per prompt at the
+    training temperature and budget (see :func:`complete_chats`)."""
     import torch
 
     from tmas.llm.hf.model_loading import load_model
 
     loaded = load_model(settings.model, settings.adapter, settings.device)
-    tokenizer, model = loaded.tokenizer, loaded.model
-    torch.manual_seed(settings.seed)
+    torch.manual_seed(settings.seed)  # once: each batch then draws on from there
+    return lambda prompts: complete_chats(
+        loaded, prompts, settings.samples, settings.temperature, settings.max_completion_length
+    )
 
-    def sample(prompts: list[list[dict]]) -> list[list[str]]:
-        texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
-                 for p in prompts]  # fmt: skip
+
+def complete_chats(
+    loaded: Any,
+    prompts: list[list[dict]],
+    samples: int,
+    temperature: float,
+    max_tokens: int,
+) -> list[list[str]]:
+    """``samples`` completions of each chat prompt on a loaded hf model (``load_model``),
+    rendered as TRL renders them (the chat template with the generation prompt, left padding)
+    and sampled with TRL's defaults (top_p 1, top_k off); ``temperature`` 0 decodes greedily.
+
+    Example (with ``tmas[train]``)::
+
+        complete_chats(load_model("smollm2"), [[{"role": "user", "content": "2+2?"}]], 1, 0, 16)
+    """
+    import torch
+
+    tokenizer, model = loaded.tokenizer, loaded.model
+    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+             for p in prompts]  # fmt: skip
+    sampling = {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
+    with loaded.lock, torch.no_grad():
         tokenizer.padding_side = "left"
         encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-        with loaded.lock, torch.no_grad():
-            output = model.generate(
-                **encoded.to(loaded.device),
-                do_sample=True,
-                temperature=settings.temperature,
-                top_p=1.0,
-                top_k=0,
-                max_new_tokens=settings.max_completion_length,
-                num_return_sequences=settings.samples,
-                pad_token_id=tokenizer.pad_token_id,
-            )
-        width = encoded["input_ids"].shape[1]
-        decoded = tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
-        k = settings.samples
-        return [decoded[i * k : (i + 1) * k] for i in range(len(prompts))]
-
-    return sample
+        output = model.generate(
+            **encoded.to(loaded.device),
+            **(sampling if temperature > 0 else {"do_sample": False}),
+            max_new_tokens=max_tokens,
+            num_return_sequences=samples,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    width = encoded["input_ids"].shape[1]
+    decoded = tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
+    return [decoded[i * samples : (i + 1) * samples] for i in range(len(prompts))]
