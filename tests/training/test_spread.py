@@ -250,6 +250,7 @@ def test_filter_writes_the_kept_rows_and_prints_the_summary(
         "histogram": {"0": 1, "1": 1, "2": 0, "3": 1, "4": 1},
     }
     assert _lines(result.stderr) == [
+        "sampled 4/4 row(s)",
         "0/4 correct: 1 row(s)",
         "1/4 correct: 1 row(s)",
         "2/4 correct: 0 row(s)",
@@ -281,7 +282,9 @@ def test_filter_without_any_row_with_spread_writes_nothing(
     data, kept = tmp_path / "rows.jsonl", tmp_path / "kept.jsonl"
     write_rows(rows, data)
     scripted_policy(rows, [2, 0], 2)
-    result = CliRunner().invoke(app, ["train", "filter", str(data), "--out", str(kept), "-k", "2"])
+    result = CliRunner().invoke(
+        app, ["train", "filter", str(data), "--out", str(kept), "-k", "2", "--quiet"]
+    )
     assert result.exit_code == 2, result.output
     (line,) = _lines(result.output)
     assert "no row has reward spread" in line and "nothing written" in line
@@ -331,7 +334,7 @@ def test_filter_refuses_rows_missing_a_column(
     data.write_text(json.dumps(row) + "\n")
     built = scripted_policy([], [], 2)
     result = CliRunner().invoke(
-        app, ["train", "filter", str(data), "--out", str(tmp_path / "kept.jsonl")]
+        app, ["train", "filter", str(data), "--out", str(tmp_path / "kept.jsonl"), "--quiet"]
     )
     assert result.exit_code == 2, result.output
     (line,) = _lines(result.output)
@@ -376,7 +379,7 @@ def test_filter_on_real_smollm2(tmp_path: Path) -> None:
     write_rows(rows, data)
     result = CliRunner().invoke(
         app,
-        ["train", "filter", str(data), "--out", str(kept), "-k", "2"]
+        ["train", "filter", str(data), "--out", str(kept), "-k", "2", "--quiet"]
         + ["--max-completion-length", "12", "--model", "smollm2", "--device", "cpu"],
     )
     if result.exit_code == 0:

@@ -118,6 +118,7 @@ def filter_rows(
     max_completion_length: Annotated[int, typer.Option(min=1, help="tokens per completion")] = 128,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     seed: int = 0,
+    quiet: Annotated[bool, typer.Option(help="no progress lines")] = False,
 ) -> None:
     """Keep the rows the policy solves sometimes but not always (0 < pass rate < 1), sampled
     under the training prompt, budget and temperature; print the distribution."""
@@ -132,7 +133,13 @@ def filter_rows(
             device=models.device,
         )  # fmt: skip
         rows = read_rows(data)
-        report = spread_rows(rows, policy_sampler(settings), samples, settings.rows_per_batch)
+
+        def show(done: int, total: int) -> None:
+            if not quiet:
+                err.print(f"sampled {done}/{total} row(s)", markup=False)
+
+        sampler = policy_sampler(settings)
+        report = spread_rows(rows, sampler, samples, settings.rows_per_batch, progress=show)
         if not report.kept:
             fail(f"no row has reward spread ({json.dumps(report.summary())}); nothing written")
             return

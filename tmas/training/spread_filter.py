@@ -79,10 +79,12 @@ def spread_rows(
     sample: Callable[[list[list[dict[str, str]]]], list[list[str]]],
     samples: int,
     rows_per_batch: int = 4,
+    progress: Callable[[int, int], None] | None = None,
 ) -> SpreadReport:
     """Score ``samples`` completions of each row (``sample`` maps a batch of chat prompts to
     their completions) and keep rows with some but not all correct; each kept row's
-    ``extra_info`` records its ``pass_rate``.
+    ``extra_info`` records its ``pass_rate``. ``progress`` hears (rows done, rows) after each
+    batch.
 
     Example:
         >>> rows = [{"prompt": [{"role": "user", "content": q}],
@@ -105,6 +107,8 @@ def spread_rows(
                 extra = dict(row.get("extra_info") or {})
                 extra["pass_rate"] = correct / samples
                 report.kept.append({**row, "extra_info": extra})
+        if progress is not None:
+            progress(len(report.correct), len(rows))
     return report
 
 
