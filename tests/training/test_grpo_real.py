@@ -61,6 +61,9 @@ def training_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shortest = [
         min(picked, key=lambda r: len(r["prompt"][1]["content"])) for picked in by_source.values()
     ]
+    for row in shortest:  # novelty is judged only against a bank: give the row one if empty
+        if row["_source"] == "guideline" and not row["extra_info"]["guidelines"]:
+            row["extra_info"]["guidelines"] = ["Add the two amounts directly"]
     write_rows(shortest, data)
     return data
 
@@ -150,8 +153,10 @@ def test_bad_training_input_fails_in_one_line(tmp_path: Path, training_data: Pat
         assert message in result.output
         assert len([line for line in result.output.splitlines() if line.strip()]) == 1
     assert not (tmp_path / "o1" / "adapter").exists()
+    banked = tmp_path / "banked.jsonl"
+    write_rows([row for row in read_rows(training_data) if row["_source"] == "guideline"], banked)
     unjudged = runner.invoke(
-        app, ["train", "grpo", str(training_data), "--out", str(tmp_path / "o4"), "--quiet"]
+        app, ["train", "grpo", str(banked), "--out", str(tmp_path / "o4"), "--quiet"]
     )
     assert unjudged.exit_code == 2 and "need a novelty judge" in unjudged.output
     assert "--judge-self" in unjudged.output
