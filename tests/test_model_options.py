@@ -22,8 +22,8 @@ from tmas.cli.option_group import GROUPS
 from tmas.config import ConfigError
 
 FIELDS = tuple(f.name for f in fields(ModelOptions))
-TAKE_A_MODEL = {"solve", "eval", "serve", "resume", "train grpo", "train latent",
-                "orchrm train", "orchrm score"}  # fmt: skip
+TAKE_A_MODEL = {"solve", "eval", "serve", "resume", "train grpo", "train filter",
+                "train latent", "orchrm train", "orchrm score"}  # fmt: skip
 
 
 def commands() -> dict[str, Callable[..., Any]]:

@@ -107,13 +107,12 @@ def grpo(
 
 
 @train_app.command("filter")
-@training_options()
+@training_options("model", "adapter", "device")
 def filter_rows(
     data: Annotated[Path, typer.Argument(help="rows from tmas export rollouts (.parquet/.jsonl)")],
     out_path: Annotated[Path, typer.Option("--out", help="the rows kept (.parquet/.jsonl)")],
     *,
     models: ModelOptions,
-    adapter: Annotated[str | None, typer.Option(help="LoRA adapter of the policy")] = None,
     samples: Annotated[int, typer.Option("-k", "--samples", min=2, help="completions per row")] = 8,
     max_completion_length: Annotated[int, typer.Option(min=1, help="tokens per completion")] = 128,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
@@ -128,7 +127,7 @@ def filter_rows(
     try:
         check_suffix(out_path)
         settings = FilterSettings(
-            model=models.model, adapter=adapter, samples=samples, seed=seed,
+            model=models.model, adapter=models.adapter, samples=samples, seed=seed,
             max_completion_length=max_completion_length, temperature=temperature,
             device=models.device,
         )  # fmt: skip
