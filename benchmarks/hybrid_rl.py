@@ -15,7 +15,8 @@ direct arithmetic). The script runs, as a user would:
 4. greedy Pass@1 of the adapter on the same problems, the paired difference with a bootstrap
    95% interval, the reward over the first and last fifth of the steps, per ``_source``;
 5. with ``--loop-problems N``: ``tmas eval --graph tmas --backend hf`` with and without the
-   adapter on the first N held-out problems.
+   adapter on the first N held-out problems (``--loop-only`` runs just this step on the
+   adapter an earlier run left in ``--out``).
 
     python benchmarks/hybrid_rl.py --out /tmp/hybrid_rl [--steps 60] [--eval 100]
 """
@@ -154,16 +155,44 @@ def reward_table(metrics: list[dict[str, Any]]) -> None:
               f"{line.get('completions/clipped_ratio', 0):6.2f}")  # fmt: skip
 
 
-def loop_eval(problems: Path, out: Path, adapter: Path | None, max_tokens: int) -> dict:
-    """``tmas eval --graph tmas --backend hf`` (N=4, M=2, T=2) on ``problems``."""
+LOOP = {"n": "2", "m": "1", "t": "2"}
+
+
+def loop_eval(problems: Path, out: Path, adapter: Path | None, max_tokens: int,
+              temperature: float) -> list[bool]:  # fmt: skip
+    """``tmas eval --graph tmas --backend hf`` (N=2, M=1, T=2) on ``problems``: the selected
+    answer's correctness per problem, in the file's order."""
     command = ["eval", "--data", str(problems), "--out", str(out), "--db", str(out / "runs.sqlite"),
-               "--graph", "tmas", "-n", "4", "-m", "2", "-t", "2", "--max-tokens", str(max_tokens),
+               "--graph", "tmas", "-n", LOOP["n"], "-m", LOOP["m"], "-t", LOOP["t"],
+               "--max-tokens", str(max_tokens), "--temperature", str(temperature),
                "--backend", "hf", "--model", "smollm2", "--quiet", "--seed", "7"]  # fmt: skip
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    wall, _ = tmas(*command, label="loop evaluation")
-    summary = json.loads((out / "summary.json").read_text())
-    return {"accuracy": summary["accuracy"], "wall_s": round(wall)}
+    tmas(*command, label="loop evaluation")
+    by_id = {}
+    for line in (out / "results.jsonl").open():
+        result = json.loads(line)
+        by_id[result["id"]] = bool(result["correct"])
+    return [by_id[json.loads(line)["id"]] for line in problems.open()]
+
+
+def loop_comparison(out: Path, held_out: list[dict], count: int, max_tokens: int,
+                    temperature: float) -> dict[str, Any]:  # fmt: skip
+    """Base against adapter inside the TMAS loop on the first ``count`` held-out problems."""
+    subset = out / "loop_problems.jsonl"
+    write_rows(held_out[:count], subset)
+    started = time.monotonic()
+    base = loop_eval(subset, out / "loop_base", None, max_tokens, temperature)
+    middle = time.monotonic()
+    adapted = loop_eval(subset, out / "loop_adapter", out / "train", max_tokens, temperature)
+    paired = paired_difference(base, adapted)
+    return {
+        "problems": count, "settings": {**LOOP, "temperature": temperature,
+                                        "max_tokens": max_tokens},
+        "base": mean(base), "adapter": mean(adapted), "difference": paired.difference,
+        "interval95": [paired.low, paired.high],
+        "wall_s": {"base": round(middle - started), "adapter": round(time.monotonic() - middle)},
+    }  # fmt: skip
 
 
 def report_of(held_out: list[dict], base: list[bool], adapted: list[bool], spread: dict,
@@ -198,6 +227,11 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=2e-4)
     parser.add_argument("--loop-problems", type=int, default=0)
     parser.add_argument(
+        "--loop-only",
+        action="store_true",
+        help="only the TMAS-loop comparison, with the adapter of an earlier run in --out",
+    )
+    parser.add_argument(
         "--filter",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -206,6 +240,14 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.loop_only:
+        held_out = [json.loads(line) for line in (out / "held_out.jsonl").open()]
+        report = json.loads((out / "report.json").read_text())
+        report["loop"] = loop_comparison(out, held_out, args.loop_problems,
+                                         args.max_completion_length, args.temperature)  # fmt: skip
+        print(json.dumps(report["loop"], indent=1))
+        (out / "report.json").write_text(json.dumps(report, indent=1))
+        return
     started = time.monotonic()
     write_rows(training_rows(args.train, seed=1), out / "rows.parquet")
     held_out = generate(args.eval, seed=2, kinds=KINDS_TRAINED)
@@ -239,14 +281,8 @@ def main() -> None:
     results = [{**p, "base": b, "adapter": a} for p, b, a in paired]
     write_rows(results, out / "held_out_results.jsonl")
     if args.loop_problems:
-        subset = out / "loop_problems.jsonl"
-        write_rows(held_out[: args.loop_problems], subset)
-        report["loop"] = {
-            "problems": args.loop_problems,
-            "base": loop_eval(subset, out / "loop_base", None, args.max_completion_length),
-            "adapter": loop_eval(subset, out / "loop_adapter", out / "train",
-                                 args.max_completion_length),
-        }  # fmt: skip
+        report["loop"] = loop_comparison(out, held_out, args.loop_problems,
+                                         args.max_completion_length, args.temperature)  # fmt: skip
     print(f"\nhybrid-reward GRPO, SmolLM2-135M, {args.steps} steps x {args.generations} "
           "generations")  # fmt: skip
     reward_table(metrics)

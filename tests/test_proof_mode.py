@@ -15,6 +15,7 @@ from tmas.config import TMASConfig
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
+from tmas.nodes.control.proof_selection import best_verified
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
@@ -30,6 +31,7 @@ class GradedProofs(ScriptedReplies):
     """Proofs whose checks score them by the step they use; a judge that may fail."""
 
     judge_fails: bool = False
+    judge_fails_unless: str | None = None  # the judge fails on proofs without this text
 
     def reply(self, role, system, user, salt="", prompt=None):  # noqa: ANN001, ANN201
         if prompt == "verifier/proof_user":
@@ -38,6 +40,9 @@ class GradedProofs(ScriptedReplies):
             return f"Checked.\nScore: {score}/10\nVerdict: {verdict}"
         if role == "proof_judge" and self.judge_fails:
             raise RuntimeError("judge server down")
+        if role == "proof_judge" and self.judge_fails_unless is not None:
+            if self.judge_fails_unless not in user:
+                raise RuntimeError("judge server down")
         return super().reply(role, system, user, salt, prompt)
 
 
@@ -84,9 +89,19 @@ def test_a_failing_judge_leaves_the_grade_unknown_and_the_run_finished(tmp_path:
     state, _ = run_proof(tmp_path, GradedProofs(judge_fails=True), REFERENCE)
     grade = state["extras"]["proof_grade"]
     assert state["stop_reason"] == "max_iterations"
-    assert grade["correct"] is None and grade["pass_at_1"] is None
+    assert grade["correct"] is None and grade["pass_at_1_judged"] is None
+    assert grade["pass_at_1"] == 0.0 and grade["judge_failures"] == 3  # as failed calls count
     assert all("judge server down" in g["error"] for g in grade["candidates"])
     assert state["usage"]["proof_judge"]["failed_calls"] == 3
+
+
+def test_pass_at_1_counts_failed_judgements_in_its_denominator(tmp_path: Path) -> None:
+    state, _ = run_proof(tmp_path, GradedProofs(judge_fails_unless="Induct on n."), REFERENCE)
+    grade = state["extras"]["proof_grade"]
+    judged = [g for g in grade["candidates"] if g["verdict"] != "unknown"]
+    assert 0 < len(judged) < 3 and grade["judge_failures"] == 3 - len(judged)
+    assert grade["pass_at_1"] == len(judged) / 3  # the judged ones pass, the others count as not
+    assert grade["pass_at_1_judged"] == 1.0
 
 
 def test_a_low_judge_score_grades_the_proof_incorrect(tmp_path: Path) -> None:
@@ -165,3 +180,14 @@ def test_a_finished_proof_run_left_ungraded_is_graded_on_resume(tmp_path: Path) 
     assert graded["extras"]["proof_grade"]["correct"] is True
     assert again["extras"]["proof_grade"] == graded["extras"]["proof_grade"]
     assert len([c for c in model.log if c.role == "proof_judge"]) == 3  # graded once
+
+
+def test_unanimous_rejection_is_not_agreement_in_the_tie_break() -> None:
+    state = {"iteration": 1, "verifications": [
+        {"candidate_index": 0, "verdict": "incorrect"},
+        {"candidate_index": 0, "verdict": "incorrect"},
+        {"candidate_index": 1, "verdict": "correct"},
+        {"candidate_index": 1, "verdict": "incorrect"}]}  # fmt: skip
+    candidates = [{"index": 0, "text": "rejected twice"}, {"index": 1, "text": "accepted once"}]
+    chosen = best_verified(state, candidates, [0.5, 0.5])  # equal scores: the tie-break decides
+    assert chosen["index"] == 1 and chosen["acceptance"] == 0.5

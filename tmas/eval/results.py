@@ -39,7 +39,8 @@ def result_row(
     if grade is not None:  # a proof run: its judge's grades, not answers, say what is right
         return {**_answer_row(problem, run_id, graph, state, wall_s, error, fatal),
                 "correct": bool(grade["correct"]), "pass_at_1": [grade["pass_at_1"]],
-                "pass_at_1_answered": [grade["pass_at_1"]], "proof_grade": grade}  # fmt: skip
+                "pass_at_1_answered": [grade.get("pass_at_1_judged", grade["pass_at_1"])],
+                "judge_failures": grade.get("judge_failures", 0), "proof_grade": grade}  # fmt: skip
     return _answer_row(problem, run_id, graph, state, wall_s, error, fatal)
 
 
@@ -141,6 +142,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "pass_at_1_answered_per_iteration": _per_iteration(done, "pass_at_1_answered"),
         "selections": sorted({r["selection"] for r in done if r.get("selection")}),
         "failed_calls_by_role": failed_by_role,
+        "judge_failures": sum(r.get("judge_failures", 0) for r in rows),
         "mean_llm_calls": _mean([float(r["llm_calls"]) for r in done]),
         "mean_tokens": _mean([float(r["tokens_in"] + r["tokens_out"]) for r in done]),
     }
@@ -180,10 +182,12 @@ def summary_table(summary: dict[str, Any], title: str) -> Table:
         extra = answered[i - 1] if i <= len(answered) else None
         shown = _pct(value)
         if extra is not None and extra != value:
-            shown += f" ({_pct(extra)} of answered calls)"
+            shown += f" ({_pct(extra)} leaving failed calls out)"
         table.add_row(f"Pass@1, iteration {i}", shown)
     calls, tokens = summary["mean_llm_calls"], summary["mean_tokens"]
     table.add_row("mean LLM calls per problem", "-" if calls is None else f"{calls:.1f}")
     table.add_row("mean tokens per problem", "-" if tokens is None else f"{tokens:,.0f}")
     table.add_row("failed model calls", role_counts(summary.get("failed_calls_by_role") or {}))
+    if summary.get("judge_failures"):
+        table.add_row("proofs left ungraded (judge failed)", str(summary["judge_failures"]))
     return table

@@ -1,8 +1,10 @@
 """Grading a finished proof run: a rubric judge (the ``proof_judge`` role: the verifier's model
 unless ``--role-model proof_judge=...`` gives it its own; prompt ``judge/proof_rubric``) scores
 each candidate of the last iteration against the run's reference proof. Pass@1 is the share of
-those judged correct; the run's grade is the chosen proof's. A judge call that fails leaves
-that grade unknown and says why.
+the candidates judged correct, over every candidate: a judgement that failed counts as not
+passed, as a failed solver call does in numeric mode; ``pass_at_1_judged`` leaves those out and
+``judge_failures`` counts them. The run's grade is the chosen proof's. A judge call that fails
+leaves that grade unknown and says why.
 """
 
 from __future__ import annotations
@@ -86,7 +88,9 @@ def grade_proof_run(
     prompts: PromptSet | None = None,
 ) -> dict[str, Any]:
     """The ``proof_grade`` a finished proof run records: each last-iteration candidate's grade,
-    Pass@1 over them (None when no judge call succeeded) and the chosen proof's grade."""
+    Pass@1 over all of them (a failed judgement counts as not passed), Pass@1 over those
+    judged (None when no judgement succeeded), the failed judgements and the chosen proof's
+    grade."""
     chosen = (state.get("extras") or {}).get("proof_choice")
     candidates = sorted(state.get("candidates") or [], key=lambda c: c["index"])
     grades = []
@@ -97,8 +101,8 @@ def grade_proof_run(
         index = candidate["index"]
         call = judge_call(config, state["problem"], reference, candidate["text"], index, prompts)
         grades.append({"index": candidate["index"], **grade_one(router, call)})
-    known = [g for g in grades if g["verdict"] != "unknown"]
-    pass_at_1 = sum(g["verdict"] == "correct" for g in known) / len(known) if known else None
+    judged = [g for g in grades if g["verdict"] != "unknown"]
+    passed = sum(g["verdict"] == "correct" for g in judged)
     final = None
     if chosen is not None:
         same = [
@@ -110,6 +114,8 @@ def grade_proof_run(
             **grade_one(router, judge_call(config, state["problem"], reference,
                                            chosen["text"], -1, prompts)),
         }  # fmt: skip
-    return {"candidates": grades, "pass_at_1": pass_at_1, "final": final,
+    return {"candidates": grades, "pass_at_1": passed / len(grades) if grades else None,
+            "pass_at_1_judged": passed / len(judged) if judged else None,
+            "judge_failures": len(grades) - len(judged), "final": final,
             "correct": None if final is None or final["verdict"] == "unknown"
             else final["verdict"] == "correct"}  # fmt: skip

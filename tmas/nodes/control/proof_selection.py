@@ -1,6 +1,6 @@
 """Choosing a proof: there is no answer to vote on, so the result is the best-verified
-candidate (highest mean verification score, ties broken by how much its checks agree, then by
-the lower index), kept across iterations: a later iteration replaces it only with a better one.
+candidate (highest mean verification score, ties broken by how many of its checks accept it,
+then by the lower index), kept across iterations: a later iteration replaces it only with a better one.
 """
 
 from __future__ import annotations
@@ -13,26 +13,26 @@ from tmas.state import failed
 PROOF_SELECTION = "best_verified"
 
 
-def check_agreement(verdicts: Sequence[str]) -> float | None:
-    """The share of a candidate's checks that agree with their most common verdict (checks
-    that reached none left out).
+def check_acceptance(verdicts: Sequence[str]) -> float | None:
+    """The share of a candidate's checks that accept it (checks that reached no verdict left
+    out): unanimous acceptance is 1, unanimous rejection 0, never full agreement.
 
     Example:
-        >>> check_agreement(["correct", "correct", "incorrect", "unknown"])
+        >>> check_acceptance(["correct", "correct", "incorrect", "unknown"])
         0.6666666666666666
-        >>> check_agreement(["unknown"]) is None
-        True
+        >>> check_acceptance(["incorrect", "incorrect"]), check_acceptance(["unknown"]) is None
+        (0.0, True)
     """
     known = [v for v in verdicts if v in ("correct", "incorrect")]
     if not known:
         return None
-    return max(known.count("correct"), known.count("incorrect")) / len(known)
+    return known.count("correct") / len(known)
 
 
 def _rank(choice: Mapping[str, Any]) -> tuple[float, float, int, int]:
     score = choice["score"] if choice["score"] is not None else -1.0
-    agreement = choice["agreement"] if choice["agreement"] is not None else 0.0
-    return score, agreement, choice["iteration"], -choice["index"]
+    acceptance = choice.get("acceptance") or 0.0
+    return score, acceptance, choice["iteration"], -choice["index"]
 
 
 def best_verified(
@@ -59,7 +59,7 @@ def best_verified(
             "iteration": state["iteration"],
             "index": candidate["index"],
             "score": score,
-            "agreement": check_agreement(verdicts.get(candidate["index"], [])),
+            "acceptance": check_acceptance(verdicts.get(candidate["index"], [])),
             "text": candidate["text"],
         }
         for candidate, score in zip(candidates, scores, strict=True)
@@ -74,8 +74,8 @@ def keep_better(
     """The better of this iteration's best and the one kept so far (a tie keeps the newer).
 
     Example:
-        >>> old = {"iteration": 1, "index": 0, "score": 0.9, "agreement": 1.0, "text": "a"}
-        >>> new = {"iteration": 2, "index": 0, "score": 0.7, "agreement": 1.0, "text": "b"}
+        >>> old = {"iteration": 1, "index": 0, "score": 0.9, "acceptance": 1.0, "text": "a"}
+        >>> new = {"iteration": 2, "index": 0, "score": 0.7, "acceptance": 1.0, "text": "b"}
         >>> keep_better(new, old)["text"]
         'a'
     """
