@@ -121,7 +121,10 @@ class RoleBook(Mapping[str, RoleSpec]):
             model = settings.get("model")
             checked_declaration(name, max_tokens, model, [*specs, *declarations])  # type: ignore[arg-type]
             specs[name] = RoleSpec(
-                name, max_tokens, model, str(settings.get("description") or "")  # type: ignore[arg-type]
+                name,
+                max_tokens,
+                model,
+                str(settings.get("description") or ""),  # type: ignore[arg-type]
             )
         return RoleBook(specs)
 

@@ -88,11 +88,13 @@ class Summary(TypedDict):
 
 
 class Experience(TypedDict):
-    """A reliable low-level conclusion or local feedback, kept in the experience bank."""
+    """A reliable low-level conclusion or local feedback, kept in the experience bank; or a
+    lesson from a lifelong memory (``origin: memory``; a ``strategy`` that worked on a similar
+    problem among them)."""
 
     id: str
     text: str
-    kind: Literal["conclusion", "pitfall", "note"]
+    kind: Literal["conclusion", "pitfall", "note", "strategy"]
     iteration: int
     source_index: int
     hits: int

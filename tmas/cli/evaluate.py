@@ -125,7 +125,12 @@ def evaluate(
         backend = models.backend_spec()
         if graph == AUTO:
             chooser = make_chooser(
-                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, backend,
+                plan_space,
+                reward_model,
+                plans,
+                orchestrator,
+                allow_unseen_plans,
+                backend,
                 seed or 0,
             )  # type: ignore[arg-type]
             config = TMASConfig(seed=seed or 0, **({"roles": roles} if roles else {}))

@@ -31,8 +31,10 @@ from tmas.serve.topologies import offered_topologies
 def serve(
     graph: Annotated[
         list[str],
-        typer.Option(help="a topology to offer besides the bundled ones: a spec file (or a "
-                     "bundled name, with --no-bundled) (repeatable)"),
+        typer.Option(
+            help="a topology to offer besides the bundled ones: a spec file (or a "
+            "bundled name, with --no-bundled) (repeatable)"
+        ),
     ] = [],  # noqa: B006
     bundled: Annotated[
         bool, typer.Option(help="offer every bundled topology the backend can run")
@@ -44,8 +46,11 @@ def serve(
     port: Annotated[int, typer.Option(min=0, max=65535)] = 8000,
     api_key: Annotated[
         str | None,
-        typer.Option(envvar="TMAS_SERVE_API_KEY", help="require Authorization: Bearer KEY",
-                     show_default=False),
+        typer.Option(
+            envvar="TMAS_SERVE_API_KEY",
+            help="require Authorization: Bearer KEY",
+            show_default=False,
+        ),
     ] = None,
     *,
     models: ModelOptions,

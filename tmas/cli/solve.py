@@ -109,7 +109,12 @@ def solve(
         backend = models.backend_spec()
         if graph == AUTO:
             chooser = make_chooser(
-                plan_space, reward_model, plans, orchestrator, allow_unseen_plans, backend,
+                plan_space,
+                reward_model,
+                plans,
+                orchestrator,
+                allow_unseen_plans,
+                backend,
                 seed or 0,
             )  # type: ignore[arg-type]
             choice = chooser.choose(text)

@@ -198,6 +198,6 @@ register_tasks(
 register_tasks("summary_tasks", count=per_candidate, label="N", fields=SUMMARY_TASK_FIELDS)(
     summary_tasks
 )
-register_tasks(
-    "reflection_tasks", count=per_candidate, label="N", fields=REFLECTION_TASK_FIELDS
-)(reflection_tasks)
+register_tasks("reflection_tasks", count=per_candidate, label="N", fields=REFLECTION_TASK_FIELDS)(
+    reflection_tasks
+)

@@ -120,9 +120,7 @@ def spec_channels(spec: Any) -> dict[str, ChannelSpec]:
         >>> spec_channels(spec)["marks"].reducer
         'keyed'
     """
-    found = {
-        name: channel_spec(name, **decl.model_dump()) for name, decl in spec.channels.items()
-    }
+    found = {name: channel_spec(name, **decl.model_dump()) for name, decl in spec.channels.items()}
     for name in channel_names(spec):
         if name not in found and name in CHANNELS:
             found[name] = CHANNELS[name]

@@ -175,9 +175,7 @@ def compile_body(body: GraphSpec, settings: CompileSettings) -> CompiledStateGra
         if name in written_channels(body, settings.channels)
     }
     output = state_schema(written, base=ChainOutput)
-    return build_graph(body, settings, output_schema=output, guarded=False).compile(
-        name=body.name
-    )
+    return build_graph(body, settings, output_schema=output, guarded=False).compile(name=body.name)
 
 
 def compile_plan(

@@ -158,5 +158,3 @@ def add_plain_edges(graph: StateGraph, spec: GraphSpec) -> None:
     for target, sources in plain_sources(spec).items():
         ends = [endpoint(source) for source in sources]
         graph.add_edge(ends[0] if len(ends) == 1 else ends, endpoint(target))
-
-

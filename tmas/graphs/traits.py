@@ -24,8 +24,7 @@ def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
     return [
         node.id
         for node in spec.nodes
-        if inner.get(node.id)
-        or (node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait))
+        if inner.get(node.id) or (node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait))
     ]
 
 

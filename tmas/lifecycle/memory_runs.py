@@ -9,10 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tmas.config import TMASConfig
+from tmas.memory.banks import ORIGIN, remembered_items
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import Storage
-
-ORIGIN = "memory"  # marks the bank items that came from the memory
 
 
 def open_memory(storage: Storage, config: TMASConfig) -> LifelongMemory | None:
@@ -31,38 +30,76 @@ def open_memory(storage: Storage, config: TMASConfig) -> LifelongMemory | None:
     )
 
 
-def as_bank_item(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A memory item as a bank item: iteration 0, no source candidate, marked as memory's.
+LESSON_LEADS = {
+    "strategy": "A strategy that worked on a similar problem",
+    "pitfall": "A pitfall met on a similar problem",
+    "conclusion": "A conclusion verified on a similar problem",
+    "note": "A note from a similar problem",
+}
+"""How a prompt introduces a remembered item, by its type: every one is offered as a lesson."""
+SOURCE_CHARS = 70  # of the source problem a lesson quotes
+
+
+def lesson_text(item: Mapping[str, Any]) -> str:
+    """A memory item as the lesson a prompt shows: what it is, where it comes from (the start
+    of its problem, the verification score of its rollout) and what it says.
 
     Example:
-        >>> as_bank_item({"id": "r1.e1.0.ab", "kind": "experience", "type": "pitfall",
-        ...               "text": "Pitfall: units", "hits": 2})["origin"]
-        'memory'
+        >>> lesson_text({"type": "strategy", "text": "Work backwards",
+        ...     "score": 0.9, "provenance": {"problem": "Tom has 3 apples."}})
+        'A strategy that worked on a similar problem ("Tom has 3 apples.", verified 0.90): \
+Work backwards'
     """
-    bank_item = {
+    kind = str(item.get("type") or "note")
+    text = str(item["text"]).strip()
+    if text.lower().startswith(f"{kind}:"):  # "Pitfall: ..." says its kind already
+        text = text[len(kind) + 1 :].strip()
+    source = " ".join(str((item.get("provenance") or {}).get("problem") or "").split())
+    if len(source) > SOURCE_CHARS:
+        source = source[: SOURCE_CHARS - 3].rstrip() + "..."
+    score = item.get("score")
+    origin = ", ".join(
+        part for part in (f'"{source}"' if source else "",
+                          f"verified {score:.2f}" if score is not None else "") if part
+    )  # fmt: skip
+    lead = LESSON_LEADS.get(kind, LESSON_LEADS["note"])
+    return f"{lead} ({origin}): {text}" if origin else f"{lead}: {text}"
+
+
+def as_bank_item(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A memory item as an experience-bank item, whatever its kind: a lesson (its text from
+    :func:`lesson_text`) of iteration 0, no source candidate, marked as memory's, with its
+    provenance. Remembered strategies are lessons too, never guidelines: the guideline bank
+    is what explore prompts tell solvers to avoid.
+
+    Example:
+        >>> bank_item = as_bank_item({"id": "r1.g1.0.ab", "kind": "guideline",
+        ...     "type": "strategy", "text": "Work backwards", "hits": 2})
+        >>> bank_item["origin"], bank_item["kind"], bank_item["text"]
+        ('memory', 'strategy', 'A strategy that worked on a similar problem: Work backwards')
+    """
+    kind = str(item.get("type") or "note")
+    return {
         "id": f"m:{item['id']}",
-        "text": item["text"],
+        "text": lesson_text(item),
+        "kind": kind if kind in LESSON_LEADS else "note",
         "iteration": 0,
         "source_index": -1,
         "hits": int(item.get("hits", 1)),
         "origin": ORIGIN,
+        "provenance": dict(item.get("provenance") or {}),
     }
-    if item["kind"] == "experience":
-        bank_item["kind"] = item["type"] if item["type"] in ("conclusion", "pitfall") else "note"
-    return bank_item
 
 
 def seeded_banks(storage: Storage, config: TMASConfig, problem: str) -> dict[str, Any]:
-    """The first input's banks: the memory's ``memory_items`` most relevant items of each kind
-    ({} without memory)."""
+    """The first input's banks: the memory's ``memory_items`` most relevant items of each kind,
+    all as lessons in the experience bank ({} without memory). The guideline bank starts
+    empty: it holds the strategies this problem's own attempts used."""
     memory = open_memory(storage, config)
     if memory is None:
         return {}
     found = memory.retrieve(problem, config.memory_items)
-    return {
-        "experience_bank": [as_bank_item(i) for i in found if i["kind"] == "experience"],
-        "guideline_bank": [as_bank_item(i) for i in found if i["kind"] == "guideline"],
-    }
+    return {"experience_bank": [as_bank_item(i) for i in found]}
 
 
 def proposals_of(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -97,11 +134,6 @@ def remember(
     memory = open_memory(storage, config)
     if memory is None:
         return 0
-    shown = [
-        item["id"].removeprefix("m:")
-        for bank in ("experience_bank", "guideline_bank")
-        for item in state.get(bank) or []
-        if item.get("origin") == ORIGIN
-    ]
+    shown = [item["id"].removeprefix("m:") for item in remembered_items(state)]
     memory.mark_used(run_id, shown)
     return memory.admit(run_id, problem, proposals_of(state))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from tmas.memory.dedup import find_duplicate
@@ -9,6 +10,7 @@ from tmas.memory.similarity import similarity_named
 from tmas.state import Experience, Guideline
 
 Item = TypeVar("Item", Experience, Guideline)
+ORIGIN = "memory"  # marks the bank items that came from a lifelong memory
 
 
 def merge_into_bank(
@@ -100,3 +102,16 @@ def relevant_experiences(
         reverse=True,
     )
     return [experience for _, experience in ranked[:limit]]
+
+
+def remembered_items(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The bank items a state holds from a lifelong memory (``origin: memory``; runs saved
+    before remembered strategies became lessons hold some in the guideline bank).
+
+    Example:
+        >>> remembered_items({"experience_bank": [{"id": "m:x", "origin": "memory"},
+        ...     {"id": "e1"}], "guideline_bank": [{"id": "m:y", "origin": "memory"}]})
+        [{'id': 'm:x', 'origin': 'memory'}, {'id': 'm:y', 'origin': 'memory'}]
+    """
+    banks = list(state.get("experience_bank") or []) + list(state.get("guideline_bank") or [])
+    return [item for item in banks if item.get("origin") == ORIGIN]

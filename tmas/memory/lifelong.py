@@ -74,6 +74,17 @@ def namespaces(store: BaseStore) -> list[str]:
     return sorted({ns[1] for ns in found if len(ns) == 2})
 
 
+def retrieval_text(item: Mapping[str, Any]) -> str:
+    """What retrieval matches a new problem against: the item's text and its source problem.
+
+    Example:
+        >>> retrieval_text({"text": "Work backwards", "provenance": {"problem": "Tom has 3"}})
+        'Work backwards\nTom has 3'
+    """
+    source = (item.get("provenance") or {}).get("problem") or ""
+    return f"{item['text']}\n{source}".strip()
+
+
 class LifelongMemory:
     """One named memory in a store; see the module's docstring. ``similarity`` names the
     similarity near-duplicates are found by (at least ``threshold``), ``retrieval`` the one
@@ -131,8 +142,10 @@ class LifelongMemory:
 
     def retrieve(self, query: str, k: int, kind: str | None = None) -> list[dict[str, Any]]:
         """The ``k`` items of each kind (or of ``kind``) most relevant to ``query`` by the
-        ``retrieval`` similarity (items it scores 0, for BM25 those sharing no content word with
-        the query, are left out), more reinforced and used ones first on ties."""
+        ``retrieval`` similarity, each item read with the start of the problem it came from (a
+        strategy such as "work backwards" names no problem's words; its source problem does).
+        Items it scores 0, for BM25 those sharing no content word with the query, are left
+        out; more reinforced and used ones come first on ties."""
         chosen: list[dict[str, Any]] = []
         items = self.items()
         measure = similarity_named(self.retrieval)
@@ -140,7 +153,7 @@ class LifelongMemory:
             pool = [item for item in items if item["kind"] == each]
             if not pool or k <= 0:
                 continue
-            scores = measure(query, [item["text"] for item in pool])
+            scores = measure(query, [retrieval_text(item) for item in pool])
             ranked = sorted(
                 ((score, item) for score, item in zip(scores, pool, strict=True) if score > 0),
                 key=lambda pair: (pair[0], pair[1]["hits"] + pair[1]["uses"]),

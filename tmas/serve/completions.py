@@ -33,8 +33,7 @@ def chosen_solution(state: Mapping[str, Any]) -> str:
         return str(answer or "")
     key = normalize_answer(answer)
     scores = {
-        s.get("candidate_index"): s.get("mean_score") or 0.0
-        for s in state.get("summaries") or []
+        s.get("candidate_index"): s.get("mean_score") or 0.0 for s in state.get("summaries") or []
     }
     matching = [
         c

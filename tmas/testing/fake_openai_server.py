@@ -357,4 +357,3 @@ class FakeOpenAIServer:
         finally:
             with self._lock:
                 self._in_flight -= 1
-

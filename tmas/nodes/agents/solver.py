@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.config import TMASConfig
-from tmas.memory.banks import relevant_experiences
+from tmas.memory.banks import ORIGIN, relevant_experiences
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, answer_update
 from tmas.nodes.control.planners import BUILTIN_MODES
@@ -38,7 +38,9 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
     """One self-contained task per plan: the plan plus exactly the context its mode reads.
 
     Exploit tasks get their parent rollout, its verification summary and the experiences most
-    related to it; explore tasks get the guideline bank; reference and aggregate tasks get the
+    related to it (remembered lessons among them); explore tasks get the guideline bank's own
+    strategies (what this problem's attempts used; remembered items are lessons, not things
+    to avoid); reference and aggregate tasks get the
     earlier rollouts they read (PaCoRe's cut to ``reference_chars``); experience tasks the
     experiences most related to the problem; initial tasks the problem only. A mode of a
     plugin's planner gets its parent and references when its plan names them, the related
@@ -66,14 +68,15 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
             if mode == "reference":
                 limit = config.reference_chars
             task["references"] = [clipped(previous[i], limit) for i in plan["references"]]
-        remembered = mode == "initial" and any(e.get("origin") == "memory" for e in bank)
+        remembered = mode == "initial" and any(e.get("origin") == ORIGIN for e in bank)
         if mode in ("exploit", "experience") or custom or remembered:
             context = state["problem"] + ("\n" + task["parent"]["text"] if "parent" in task else "")
             task["experiences"] = relevant_experiences(
                 bank, context, config.experiences_per_prompt, similarity=config.similarity
             )
-        if mode == "explore" or custom:
-            task["guidelines"] = [g["text"] for g in state.get("guideline_bank", [])]
+        if mode == "explore" or custom:  # this problem's own strategies, never remembered ones
+            own = [g for g in state.get("guideline_bank", []) if g.get("origin") != ORIGIN]
+            task["guidelines"] = [g["text"] for g in own]
         tasks.append(task)
     return tasks
 

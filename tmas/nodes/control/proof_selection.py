@@ -1,6 +1,7 @@
 """Choosing a proof: there is no answer to vote on, so the result is the best-verified
-candidate (highest mean verification score, ties broken by how many of its checks accept it,
-then by the lower index), kept across iterations: a later iteration replaces it only with a better one.
+candidate (highest mean verification score, ties broken by the share of its checks that accept
+it, then by the lower index), kept across iterations: a later iteration replaces it only with a
+better one.
 """
 
 from __future__ import annotations
@@ -68,9 +69,7 @@ def best_verified(
     return max(choices, key=_rank) if choices else None
 
 
-def keep_better(
-    new: dict[str, Any] | None, kept: dict[str, Any] | None
-) -> dict[str, Any] | None:
+def keep_better(new: dict[str, Any] | None, kept: dict[str, Any] | None) -> dict[str, Any] | None:
     """The better of this iteration's best and the one kept so far (a tie keeps the newer).
 
     Example:

@@ -15,6 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from tmas.answers.parsing import normalize_answer
 from tmas.lifecycle.history import iteration_records, latest_run_states, saved_state
 from tmas.lifecycle.manager import RunManager
+from tmas.memory.banks import remembered_items
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_of
 from tmas.state import Candidate, Experience, Guideline, IterationRecord, Summary, Verification
 from tmas.storage import Storage
@@ -155,7 +156,7 @@ def collect_iterations(checkpointer: BaseCheckpointSaver, run_id: str) -> list[I
     traces = []
     for k in sorted(set(states) | set(records)):
         state = states.get(k, {})
-        given_bank = states.get(k - 1, {}).get("experience_bank", []) + from_memory(state)
+        given_bank = states.get(k - 1, {}).get("experience_bank", []) + remembered_items(state)
         traces.append(
             IterationTrace(
                 iteration=k,
@@ -171,18 +172,6 @@ def collect_iterations(checkpointer: BaseCheckpointSaver, run_id: str) -> list[I
             )
         )
     return traces
-
-
-def from_memory(state: dict[str, Any]) -> list[dict[str, Any]]:
-    """The bank items a state holds from a lifelong memory (``origin: memory``).
-
-    Example:
-        >>> from_memory({"experience_bank": [{"id": "m:x", "origin": "memory"}, {"id": "e1"}],
-        ...              "guideline_bank": [{"id": "m:y", "origin": "memory"}]})
-        [{'id': 'm:x', 'origin': 'memory'}, {'id': 'm:y', 'origin': 'memory'}]
-    """
-    banks = (state.get("experience_bank") or []) + (state.get("guideline_bank") or [])
-    return [item for item in banks if item.get("origin") == "memory"]
 
 
 def collect_trace(storage: Storage, run_id: str) -> RunTrace:
@@ -254,4 +243,4 @@ def _seeded(storage: Storage, run_id: str, iterations: list[IterationTrace]) -> 
     if not iterations:
         return []
     first = iteration_states(storage.checkpointer, run_id).get(iterations[0].iteration, {})
-    return from_memory(first)
+    return remembered_items(first)

@@ -193,17 +193,22 @@ def _header(trace: RunTrace) -> str:
 
 
 def _memory(trace: RunTrace) -> str:
-    """The items the run's banks started with from a lifelong memory, marked as such."""
+    """The lessons the run started with from a lifelong memory: each one's kind (strategy,
+    pitfall, ...), its source and where the prompts show it."""
     if not trace.memory_items:
         return ""
     items = "".join(
-        f'<li><span class="memory">from memory</span> <code>{esc(item["id"])}</code> '
+        f'<li><span class="memory">from memory</span> <span class="badge">'
+        f"{esc(item.get('kind') or 'note')}</span> <code>{esc(item['id'])}</code> "
         f"{esc(item['text'])}</li>"
         for item in trace.memory_items
     )
     name = esc(trace.config.get("memory") or "")
-    return f'<div class="memory-items">started with {len(trace.memory_items)} items of ' \
-        f"memory <code>{name}</code>:<ul>{items}</ul></div>"
+    return (
+        f'<div class="memory-items">started with {len(trace.memory_items)} lessons of memory '
+        f"<code>{name}</code>, shown in first-iteration and exploit prompts (never in the "
+        f"explore prompt's list of strategies to avoid):<ul>{items}</ul></div>"
+    )
 
 
 def _diagram(trace: RunTrace) -> str:
