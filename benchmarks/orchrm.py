@@ -113,7 +113,7 @@ def main() -> None:
     eval_seconds = time.monotonic() - started
     pairs = args.out / "pairs.jsonl"
     report = run(["tmas", "orchrm", "pairs", *map(str, folders["train"].values()),
-                  "--out", str(pairs)])  # fmt: skip
+                  "--out", str(pairs), "--held-out", "0"])  # fmt: skip
     started = time.monotonic()
     trained = run(["tmas", "orchrm", "train", str(pairs), "--out", str(args.out / "rm"),
                    "--epochs", str(args.epochs), "--eval-fraction", "0", "--quiet"])  # fmt: skip

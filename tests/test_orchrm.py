@@ -94,7 +94,8 @@ def test_pairs_from_two_saved_evaluations_follow_their_results(tmp_path: Path) -
                                         "answer": "18"}) + "\n" for i in range(8)))  # fmt: skip
     with FakeOpenAIServer(replies=ScriptedReplies(answers=("18", "17"))) as server:
         folders = [run_eval(server, tmp_path, name, str(data), "scripted") for name in PLANS]
-    pairs, report = build_pairs(folders)
+    found = build_pairs(folders)
+    pairs, report = found.train, found.report
     results = {}
     for folder in folders:
         lines = (folder / "results.jsonl").read_text().splitlines()
@@ -111,7 +112,8 @@ def test_pairs_from_two_saved_evaluations_follow_their_results(tmp_path: Path) -
         assert not results[by_name[pair["rejected_plan"]]][pair["problem_id"]]["correct"]
         assert pair["input"].startswith("What is") and pair["chosen"] != pair["rejected"]
     out = tmp_path / "pairs.jsonl"
-    result = CliRunner().invoke(app, ["orchrm", "pairs", *map(str, folders), "--out", str(out)])
+    result = CliRunner().invoke(app, ["orchrm", "pairs", *map(str, folders), "--out", str(out),
+                                      "--held-out", "0"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert read_pairs(out) == pairs
 

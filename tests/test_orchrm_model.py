@@ -74,12 +74,14 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folders = synthetic_artifacts(root, 40)
     runner = CliRunner()
     made = runner.invoke(app, ["orchrm", "pairs", *map(str, folders), "--out",
-                               str(root / "pairs.jsonl")])  # fmt: skip
+                               str(root / "pairs.jsonl"), "--held-out", "0.25"])  # fmt: skip
     assert made.exit_code == 0, made.output
-    assert json.loads(made.stdout)["pairs"] == {"correct-over-incorrect": 40}
+    report = json.loads(made.stdout)
+    assert report["pairs"] == {"correct-over-incorrect": 30}
+    assert report["held_out_pairs"] == {"correct-over-incorrect": 10}
     result = runner.invoke(app, ["orchrm", "train", str(root / "pairs.jsonl"), "--out",
-                                 str(root / "rm"), "--epochs", "2",
-                                 "--eval-fraction", "0.25", "--quiet"])  # fmt: skip
+                                 str(root / "rm"), "--epochs", "2", "--eval-pairs",
+                                 str(root / "pairs.held_out.jsonl"), "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
     return root
 

@@ -28,10 +28,24 @@ orchrm_app = typer.Typer(
 
 @orchrm_app.command("pairs")
 def pairs(
-    folders: Annotated[list[Path], typer.Argument(help="evaluation folders, one per plan")],
-    out_path: Annotated[Path, typer.Option("--out", help="pairs.jsonl")],
+    folders: Annotated[
+        list[Path], typer.Argument(help="evaluation folders; several of one plan are its runs")
+    ],
+    out_path: Annotated[Path, typer.Option("--out", help="pairs.jsonl (training problems)")],
+    success_margin: Annotated[
+        float,
+        typer.Option(min=0.01, max=1.0, help="how much higher a winner's success rate must be"),
+    ] = 0.5,
+    held_out: Annotated[
+        float, typer.Option(min=0.0, max=0.9, help="share of problems held out before pairing")
+    ] = 0.25,
+    held_out_path: Annotated[
+        Path | None,
+        typer.Option("--held-out-out", help="held-out pairs (default: OUT.held_out.jsonl)"),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="which problems are held out")] = 0,
     cheaper: Annotated[
-        bool, typer.Option(help="also: of two right plans, the cheaper beats the costlier")
+        bool, typer.Option(help="also: of two plans right as often, the cheaper wins")
     ] = False,
     margin: Annotated[
         float, typer.Option(min=0.0, max=0.99, help="how much cheaper (share of tokens)")
@@ -39,23 +53,33 @@ def pairs(
     db: DbOption = None,
 ) -> None:
     """Win/lose plan pairs (OrchRM's input, chosen, rejected, source) from saved evaluations
-    of several plans on the same problems and models."""
-    if out_path.suffix != ".jsonl":
-        fail(f"{out_path}: write pairs to a .jsonl file")
+    of several plans on the same problems and models: a plan wins where its success rate over
+    its runs is higher by --success-margin; problems are split into training and held-out
+    ones first."""
+    held_out_path = held_out_path or out_path.with_suffix(".held_out.jsonl")
+    for path in (out_path, held_out_path):
+        if path.suffix != ".jsonl":
+            fail(f"{path}: write pairs to a .jsonl file")
     try:
-        rows, report = build_pairs(folders, cheaper, margin, db)
+        found = build_pairs(folders, cheaper, margin, db, success_margin=success_margin,
+                            held_out=held_out, seed=seed)  # fmt: skip
     except PairsError as exc:
         fail(str(exc))
         return
-    if not rows:
-        fail(f"no pairs: no problem has a right and a wrong plan ({json.dumps(report)})", 1)
-    text = "".join(json.dumps(row) + "\n" for row in rows)
-    try:
-        replace_atomically(out_path, lambda temporary: temporary.write_text(text))
-    except OSError as exc:
-        fail(f"cannot write {out_path}: {exc.strerror or exc}")
-    err.print(f"{len(rows)} pairs -> {out_path}", markup=False)
-    out.print(json.dumps(report), markup=False, soft_wrap=True)
+    if not found.train:
+        fail(f"no pairs: no training problem has plans whose success rates differ by "
+             f"{success_margin} ({json.dumps(found.report)})", 1)  # fmt: skip
+    written = [(out_path, found.train)] + (
+        [(held_out_path, found.held_out)] if found.held_out else []
+    )
+    for path, rows in written:
+        text = "".join(json.dumps(row) + "\n" for row in rows)
+        try:
+            replace_atomically(path, lambda temporary, text=text: temporary.write_text(text))
+        except OSError as exc:
+            fail(f"cannot write {path}: {exc.strerror or exc}")
+        err.print(f"{len(rows)} pairs -> {path}", markup=False)
+    out.print(json.dumps(found.report), markup=False, soft_wrap=True)
 
 
 @orchrm_app.command("train")

@@ -42,6 +42,7 @@ class PlanChoice:
     chosen: Plan
     candidates: tuple[Candidate, ...]
     reward_model: str
+    tied: tuple[str, ...] = ()
 
     def record(self) -> dict[str, Any]:
         """What a run saves: the chosen plan's name and digest, every candidate, the model.
@@ -55,6 +56,7 @@ class PlanChoice:
             "chosen_digest": self.chosen.digest,
             "reward_model": self.reward_model,
             "candidates": [asdict(c) for c in self.candidates],
+            "tied": list(self.tied),
         }
 
 
@@ -77,6 +79,21 @@ def sample_plans(plans: tuple[Plan, ...], k: int, problem: str, seed: int) -> li
     digest = hashlib.sha256(f"{seed}:{problem}".encode()).hexdigest()
     picked = set(random.Random(digest).sample(range(len(plans)), k))
     return [plan for index, plan in enumerate(plans) if index in picked]
+
+
+def tie_break(tied: list[int], problem: str, seed: int) -> int:
+    """One of the tied indices, drawn by the seed and the problem (the same each time).
+
+    Example:
+        >>> tie_break([3], "1+1?", 0)
+        3
+        >>> tie_break([0, 1], "1+1?", 0) == tie_break([0, 1], "1+1?", 0)
+        True
+    """
+    if len(tied) == 1:
+        return tied[0]
+    digest = hashlib.sha256(f"tie:{seed}:{problem}".encode()).hexdigest()
+    return random.Random(digest).choice(tied)
 
 
 def _weights_digest(folder: str) -> str:
@@ -140,7 +157,9 @@ class PlanChooser:
         return plans, rejected
 
     def choose(self, problem: str) -> PlanChoice:
-        """The best-scored of K candidate plans for ``problem`` (ties: the earlier one)."""
+        """The best-scored of K candidate plans for ``problem``; plans tied at the best score
+        are drawn between by the seed and the problem (not the earlier one each time), and
+        the choice records them."""
         plans, rejected = self._candidates(problem)
         scores = self.scorer().score(problem, [plan.text for plan in plans])
         source = "plan space" if self.space is not None else "orchestrator"
@@ -148,5 +167,7 @@ class PlanChooser:
             Candidate(p.name, p.digest, p.text, source, score=s)
             for p, s in zip(plans, scores, strict=True)
         ]
-        best = max(range(len(plans)), key=lambda i: (scores[i], -i))
-        return PlanChoice(plans[best], tuple(scored + rejected), self.record["folder"])
+        best = tie_break([i for i, s in enumerate(scores) if s == max(scores)], problem, self.seed)
+        tied = tuple(plans[i].name for i, s in enumerate(scores) if s == max(scores))
+        return PlanChoice(plans[best], tuple(scored + rejected), self.record["folder"],
+                          tied if len(tied) > 1 else ())  # fmt: skip

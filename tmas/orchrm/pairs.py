@@ -2,15 +2,21 @@
 
 Each evaluation folder (``tmas eval --out DIR``) is one plan run over problems: its saved
 identity says the plan (topology spec and settings) and the models, its results say which
-problems the plan solved and at what cost. For each problem, a plan whose run was right beats
-a plan whose run was wrong (``correct-over-incorrect``); optionally, of two right plans, the
-clearly cheaper one beats the other (``cheaper-over-costlier``). Pairs are only built across
-evaluations made on the same models, of the same problems (same text and gold).
+problems the plan solved and at what cost. Several folders of one plan (run at other seeds)
+are several runs of it: a plan's record on a problem is its success rate over its runs. For
+each problem, a plan beats another when its success rate is higher by at least a margin
+(``correct-over-incorrect``; with one run each, right beats wrong); optionally, of two plans
+right equally often (and in at least half their runs), the clearly cheaper one beats the other
+(``cheaper-over-costlier``). Problems are split into training and held-out ones before any
+pair is made, so no problem is on both sides. Pairs are only built across evaluations made on
+the same models, of the same problems (same text and gold).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,38 +178,107 @@ def collect_outcomes(
     return outcomes, skipped
 
 
-def pair_row(winner: Outcome, loser: Outcome, source: str) -> dict[str, Any]:
-    """One pair in OrchRM's format (``input, chosen, rejected, source``) with its provenance."""
-    return {
+@dataclass(frozen=True)
+class PlanRecord:
+    """One plan's runs on one problem: how many, how many were right, mean tokens."""
+
+    problem_id: str
+    problem: str
+    plan: Plan
+    runs: int
+    successes: int
+    tokens: float
+
+    @property
+    def rate(self) -> float:
+        """The share of the runs that were right."""
+        return self.successes / self.runs
+
+
+def plan_records(outcomes: list[Outcome]) -> list[PlanRecord]:
+    """A problem's outcomes gathered per plan (by digest), in first-seen order.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.orchrm.plans import make_plan
+        >>> plan = make_plan("mv", load_bundled("majority_vote"))
+        >>> runs = [Outcome("p", "1+1?", "2", plan, ok, 10, "a") for ok in (True, False, True)]
+        >>> record = plan_records(runs)[0]
+        >>> record.runs, record.successes, round(record.rate, 2)
+        (3, 2, 0.67)
+    """
+    grouped: dict[str, list[Outcome]] = {}
+    for outcome in outcomes:
+        grouped.setdefault(outcome.plan.digest, []).append(outcome)
+    return [
+        PlanRecord(runs[0].problem_id, runs[0].problem, runs[0].plan, len(runs),
+                   sum(o.correct for o in runs), sum(o.tokens for o in runs) / len(runs))
+        for runs in grouped.values()
+    ]  # fmt: skip
+
+
+def pair_row(winner: PlanRecord, loser: PlanRecord, source: str) -> dict[str, Any]:
+    """One pair in OrchRM's format (``input, chosen, rejected, source``) with its provenance:
+    each side's runs, successes and mean tokens."""
+    row: dict[str, Any] = {
         "input": winner.problem,
         "chosen": winner.plan.text,
         "rejected": loser.plan.text,
         "source": source,
         "problem_id": winner.problem_id,
-        "chosen_plan": winner.plan.name,
-        "rejected_plan": loser.plan.name,
-        "chosen_digest": winner.plan.digest,
-        "rejected_digest": loser.plan.digest,
-        "chosen_tokens": winner.tokens,
-        "rejected_tokens": loser.tokens,
     }
+    for side, record in (("chosen", winner), ("rejected", loser)):
+        row.update({f"{side}_plan": record.plan.name, f"{side}_digest": record.plan.digest,
+                    f"{side}_runs": record.runs, f"{side}_successes": record.successes,
+                    f"{side}_tokens": round(record.tokens, 1)})  # fmt: skip
+    return row
 
 
 def problem_pairs(
-    outcomes: list[Outcome], cheaper: bool = False, margin: float = 0.1
+    outcomes: list[Outcome],
+    cheaper: bool = False,
+    margin: float = 0.1,
+    success_margin: float = 0.5,
 ) -> list[dict[str, Any]]:
-    """The pairs of one problem: right over wrong plans, and (``cheaper``) of two right plans
-    the one using at least ``margin`` fewer tokens over the other."""
+    """The pairs of one problem: a plan over another whose success rate is lower by at least
+    ``success_margin``; with ``cheaper``, of two plans whose rates differ by less and that were
+    right in at least half their runs, the one using at least ``margin`` fewer tokens."""
+    records = plan_records(outcomes)
     pairs = []
-    for winner in outcomes:
-        for loser in outcomes:
-            if winner.plan.digest == loser.plan.digest or not winner.correct:
+    for winner in records:
+        for loser in records:
+            if winner is loser:
                 continue
-            if not loser.correct:
+            gap = winner.rate - loser.rate
+            if gap >= success_margin - 1e-9:
                 pairs.append(pair_row(winner, loser, CORRECT_OVER_INCORRECT))
-            elif cheaper and winner.tokens <= loser.tokens * (1 - margin):
+            elif (cheaper and abs(gap) < success_margin and min(winner.rate, loser.rate) >= 0.5
+                  and winner.tokens <= loser.tokens * (1 - margin)):  # fmt: skip
                 pairs.append(pair_row(winner, loser, CHEAPER_OVER_COSTLIER))
     return pairs
+
+
+def held_out_problems(problems: list[str], fraction: float, seed: int) -> set[str]:
+    """A seeded share of the problems (by text), held out before pairs are made.
+
+    Example:
+        >>> held = held_out_problems([f"p{i}" for i in range(10)], 0.3, seed=0)
+        >>> len(held), held <= {f"p{i}" for i in range(10)}
+        (3, True)
+    """
+    if fraction <= 0 or len(problems) < 2:
+        return set()
+    ranked = sorted(set(problems), key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
+    return set(ranked[: max(1, math.floor(len(ranked) * fraction))])
+
+
+@dataclass
+class PairSet:
+    """Pairs of the training problems, pairs of the held-out ones, and a report."""
+
+    train: list[dict[str, Any]]
+    held_out: list[dict[str, Any]]
+    report: dict[str, Any]
 
 
 def build_pairs(
@@ -211,35 +286,50 @@ def build_pairs(
     cheaper: bool = False,
     margin: float = 0.1,
     db: str | Path | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Pairs from saved evaluations, and a report (plans, problems, pairs by source, skipped
-    rows). PairsError for a folder that is not a finished evaluation, evaluations made on
-    other models, or the same problem id with another text.
+    *,
+    success_margin: float = 0.5,
+    held_out: float = 0.0,
+    seed: int = 0,
+) -> PairSet:
+    """Pairs from saved evaluations (several folders of one plan are several runs of it),
+    the problems split first into training and held-out ones (``held_out``, a share, by
+    ``seed``), and a report: plans, runs per plan and problem, problems per side, pairs by
+    source, skipped rows. PairsError for a folder that is not a finished evaluation,
+    evaluations made on other models, or the same problem id with another text.
 
     Example::
 
-        pairs, report = build_pairs([Path("eval-mv"), Path("eval-tmas")])
+        pairs = build_pairs([Path("eval-mv-s1"), Path("eval-mv-s2"), Path("eval-tmas-s1"),
+                             Path("eval-tmas-s2")], held_out=0.25)
+        pairs.train, pairs.held_out, pairs.report
     """
     if len(folders) < 2:
         raise PairsError("pairs compare plans: give at least two evaluation folders")
     artifacts = [read_artifact(folder) for folder in folders]
     check_same_models(artifacts)
-    outcomes, skipped = collect_outcomes(artifacts, db)
-    pairs = [
-        pair
-        for problem_id in sorted(outcomes)
-        for pair in problem_pairs(outcomes[problem_id], cheaper, margin)
-    ]
     plans = {a.plan.digest: a.plan.name for a in artifacts}
+    if len(plans) < 2:
+        raise PairsError("pairs compare plans: these evaluations are all of one plan")
+    outcomes, skipped = collect_outcomes(artifacts, db)
+    held = held_out_problems([outcomes[p][0].problem for p in outcomes], held_out, seed)
+    sides: dict[str, list[dict[str, Any]]] = {"train": [], "held_out": []}
+    for problem_id in sorted(outcomes):
+        side = "held_out" if outcomes[problem_id][0].problem in held else "train"
+        sides[side] += problem_pairs(outcomes[problem_id], cheaper, margin, success_margin)
+    runs = Counter(r.runs for problem in outcomes.values() for r in plan_records(problem))
     report = {
         "evaluations": len(artifacts),
         "plans": len(plans),
+        "runs_per_plan_and_problem": {str(k): v for k, v in sorted(runs.items())},
         "problems": len(outcomes),
-        "problems_with_pairs": len({p["problem_id"] for p in pairs}),
-        "pairs": dict(Counter(p["source"] for p in pairs)),
+        "held_out_problems": len(held),
+        "problems_with_pairs": len({p["problem_id"] for p in sides["train"] + sides["held_out"]}),
+        "success_margin": success_margin,
+        "pairs": dict(Counter(p["source"] for p in sides["train"])),
+        "held_out_pairs": dict(Counter(p["source"] for p in sides["held_out"])),
         "skipped_rows": dict(skipped),
     }
-    return pairs, report
+    return PairSet(sides["train"], sides["held_out"], report)
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:

@@ -39,6 +39,45 @@ def render_input(problem: str, plan: str) -> str:
     return f"Problem:\n{problem.strip()}\n\nPlan:\n{plan}"
 
 
+ELISION = "\n[...]\n"
+MIN_PROBLEM_TOKENS = 16  # of the problem a shortened input keeps at least
+
+
+def _input_length(tokenizer: Any, problem: str, plan: str) -> int:
+    """Tokens of the rendered input with its end token (what training and scoring read)."""
+    return len(tokenizer(render_input(problem, plan))["input_ids"]) + 1
+
+
+def fitted_problem(tokenizer: Any, problem: str, plans: list[str], max_length: int) -> str:
+    """The problem as the reward model reads it beside each of ``plans`` in ``max_length``
+    tokens: whole when it fits with the longest plan, else its start and its end with the
+    middle left out (``[...]``). A plan is never cut (it is the part that differs between
+    candidates); RewardModelError when the longest plan leaves no room for the problem. The
+    same rule shapes training pairs and scored candidates.
+
+    Example::
+
+        fitted_problem(tokenizer, long_problem, [plan.text for plan in plans], 1024)
+    """
+    longest = max(plans, key=lambda plan: _input_length(tokenizer, "", plan))
+    if _input_length(tokenizer, problem, longest) <= max_length:
+        return problem
+    ids = tokenizer(problem.strip(), add_special_tokens=False)["input_ids"]
+    room = max_length - _input_length(tokenizer, ELISION, longest)
+    while room >= MIN_PROBLEM_TOKENS:
+        tail = room // 2
+        shortened = (tokenizer.decode(ids[: room - tail]).rstrip() + ELISION
+                     + tokenizer.decode(ids[len(ids) - tail :]).lstrip())  # fmt: skip
+        if _input_length(tokenizer, shortened, longest) <= max_length:
+            return shortened
+        room -= 4  # decoding and encoding again can merge or split a few tokens
+    plan_tokens = _input_length(tokenizer, "", longest)
+    raise RewardModelError(
+        f"a plan of {plan_tokens} tokens leaves no room for the problem in {max_length} tokens; "
+        "raise --max-length (plans are never cut)"
+    )
+
+
 def read_record(folder: Path) -> dict[str, Any]:
     """The ``orchrm.json`` of a reward model folder (the adapter, or the training folder
     holding it as ``adapter/``); RewardModelError when there is none.
@@ -105,15 +144,14 @@ class PlanRewardModel:
         import torch
 
         eos = self.tokenizer.eos_token or ""  # training saw each text end in it
-        texts = [render_input(problem, plan) + eos for plan in plans]
+        shown = fitted_problem(self.tokenizer, problem, plans, self.max_length)
+        texts = [render_input(shown, plan) + eos for plan in plans]
         scores: list[float] = []
         with self.lock, torch.no_grad():
             for start in range(0, len(texts), self.batch_size):
                 batch = self.tokenizer(
                     texts[start : start + self.batch_size],
                     padding=True,
-                    truncation=True,
-                    max_length=self.max_length,
                     return_tensors="pt",
                 ).to(self.model.device)
                 logits = self.model(**batch).logits

@@ -11,8 +11,6 @@ Output folder::
 
 from __future__ import annotations
 
-import hashlib
-import math
 import shutil
 import time
 import warnings
@@ -22,9 +20,15 @@ from typing import Any
 from tmas.llm.checkpoints import checkpoint_for
 from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
 from tmas.llm.model_files import ModelFileError
-from tmas.orchrm.pairs import PairsError, read_pairs
+from tmas.orchrm.pairs import PairsError, held_out_problems, read_pairs
 from tmas.orchrm.plans import plan_digest
-from tmas.orchrm.reward_model import INPUT_FORMAT, RM_RECORD, PlanRewardModel, render_input
+from tmas.orchrm.reward_model import (
+    INPUT_FORMAT,
+    RM_RECORD,
+    PlanRewardModel,
+    fitted_problem,
+    render_input,
+)
 from tmas.orchrm.rm_settings import RewardModelSettings
 from tmas.training.metrics import append_metrics, keep_steps_up_to
 from tmas.training.trainer_runs import (
@@ -53,11 +57,7 @@ def split_by_problem(
         >>> len(train), len(held_out), {p["input"] for p in train} & {p["input"] for p in held_out}
         (8, 2, set())
     """
-    problems = sorted({p["input"] for p in pairs})
-    if fraction <= 0 or len(problems) < 2:
-        return list(pairs), []
-    ranked = sorted(problems, key=lambda p: hashlib.sha256(f"{seed}:{p}".encode()).hexdigest())
-    held = set(ranked[: max(1, math.floor(len(problems) * fraction))])
+    held = held_out_problems([p["input"] for p in pairs], fraction, seed)
     return [p for p in pairs if p["input"] not in held], [p for p in pairs if p["input"] in held]
 
 
@@ -88,30 +88,29 @@ def pairwise_accuracy(scorer: PlanRewardModel, pairs: list[dict[str, Any]]) -> f
     return right / len(pairs)
 
 
-def _dataset(pairs: list[dict[str, Any]]):
+def _dataset(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int):
+    """The pairs as TRL reads them, each problem fitted beside its two plans by the rule
+    scoring uses (:func:`~tmas.orchrm.reward_model.fitted_problem`): no pair is dropped or
+    cut on the right."""
     from datasets import Dataset
 
-    return Dataset.from_list(
-        [
-            {
-                "chosen": render_input(p["input"], p["chosen"]),
-                "rejected": render_input(p["input"], p["rejected"]),
-            }
-            for p in pairs
-        ]
-    )
-
-
-def _too_long(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int) -> int:
-    """How many pairs have a side longer than ``max_length`` tokens (TRL drops them)."""
-    count = 0
+    rows = []
     for pair in pairs:
-        lengths = [
-            len(tokenizer(render_input(pair["input"], pair[side]))["input_ids"]) + 1
-            for side in ("chosen", "rejected")
-        ]
-        count += max(lengths) > max_length
-    return count
+        problem = fitted_problem(tokenizer, pair["input"], [pair["chosen"], pair["rejected"]],
+                                 max_length)  # fmt: skip
+        rows.append({"chosen": render_input(problem, pair["chosen"]),
+                     "rejected": render_input(problem, pair["rejected"])})  # fmt: skip
+    return Dataset.from_list(rows)
+
+
+def shortened_problems(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int) -> int:
+    """How many pairs show their problem shortened to fit ``max_length`` (RewardModelError
+    when a plan leaves no room)."""
+    return sum(
+        fitted_problem(tokenizer, p["input"], [p["chosen"], p["rejected"]], max_length)
+        != p["input"]
+        for p in pairs
+    )
 
 
 def trainer_config(settings: RewardModelSettings, out_dir: Path, progress: bool, held_out: bool):
@@ -156,9 +155,7 @@ def train_reward_model(
     model, tokenizer = load_base(
         checkpoint, settings.model, pick_device(settings.device), score_head=True
     )
-    dropped = _too_long(tokenizer, train_pairs, settings.max_length)
-    if dropped == len(train_pairs):
-        raise PairsError(f"every pair is longer than --max-length {settings.max_length} tokens")
+    shortened = shortened_problems(tokenizer, train_pairs + held_out, settings.max_length)
     warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
     try:
         from peft import LoraConfig
@@ -179,8 +176,8 @@ def train_reward_model(
         trainer = RewardTrainer(
             model=model,
             args=trainer_config(settings, out_dir, progress, bool(held_out)),
-            train_dataset=_dataset(train_pairs),
-            eval_dataset=_dataset(held_out) if held_out else None,
+            train_dataset=_dataset(tokenizer, train_pairs, settings.max_length),
+            eval_dataset=_dataset(tokenizer, held_out, settings.max_length) if held_out else None,
             processing_class=tokenizer,
             peft_config=LoraConfig(
                 task_type="SEQ_CLS",
@@ -210,7 +207,11 @@ def train_reward_model(
         "base_model": settings.model,
         "max_length": settings.max_length,
         "plans": plans,
-        "pairs": {"train": len(train_pairs), "held_out": len(held_out), "too_long": dropped},
+        "pairs": {
+            "train": len(train_pairs),
+            "held_out": len(held_out),
+            "problems_shortened": shortened,
+        },
         "pairwise_accuracy": accuracy,
     }
     adapter = save_adapter(
