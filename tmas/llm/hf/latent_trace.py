@@ -178,13 +178,15 @@ class LatentTrace:
         self.next_position += width
         return output
 
-    def _latent_input(self, hidden: Any, realign: bool) -> Any:
-        if not realign:
-            return hidden
+    def latent_input(self, hidden: Any, realign: bool) -> Any:
+        """The next latent step's input embedding from a last-layer hidden state: mapped into
+        the input-embedding space (``realign``) or taken as it is, and in both cases rescaled
+        to the mean norm of the input embeddings, as LatentMAS always does (a raw last-layer
+        state is far larger than any token embedding the model was trained to read)."""
         matrix, target_norm = realignment(self.model)
-        aligned = hidden.float() @ matrix
-        aligned = aligned * (target_norm / aligned.norm(dim=-1, keepdim=True).clamp_min(1e-6))
-        return aligned.to(hidden.dtype)
+        vector = hidden.float() @ matrix if realign else hidden.float()
+        vector = vector * (target_norm / vector.norm(dim=-1, keepdim=True).clamp_min(1e-6))
+        return vector.to(hidden.dtype)
 
     def add(self, segment: Segment) -> None:
         """Prefill the segment's prompt, take its latent steps, drop the prompt from the cache
@@ -198,7 +200,7 @@ class LatentTrace:
             with torch.no_grad():
                 state = self.forward(input_ids=ids, hidden=True).hidden_states[-1][:, -1:, :]
                 for _ in range(segment.latent_steps):
-                    step = self._latent_input(state, segment.realign)
+                    step = self.latent_input(state, segment.realign)
                     output = self.forward(inputs_embeds=step, hidden=True)
                     state = output.hidden_states[-1][:, -1:, :]
             if not segment.keep_prompt:
