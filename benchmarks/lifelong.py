@@ -1,14 +1,18 @@
-"""Lifelong memory on a GSM8K slice: the same problems in the same order, memory off and on, at
-the same budget (N, M, T and token limits), with the embedded Qwen model.
+"""Lifelong memory that can tell: the same problems in the same order, memory off and on, at the
+same seed and budget (N, M, T and token limits), with the embedded model.
 
-The script runs, as a user would, ``tmas eval --concurrency 1`` (one problem after another,
-in the data's order) twice over the first ``--problems`` problems of
-``../shared/data/gsm8k_test_dev.jsonl``: once plain, once with ``--memory``. It prints
-accuracy over the whole sequence, its first half and its second half (memory can only help
-once something is in it), tokens per problem, and for the memory run how many items each
-problem started with from memory and how many items the memory held at the end.
+By default the problems are generated word problems that share four traps a lesson can fix
+(``trap_problems.py``: "half as many ... together", "N more than ... together", unit changes,
+inclusive counting), two shapes per trap, in a fixed order; ``--data gsm8k`` takes the first
+problems of ``../shared/data/gsm8k_test_dev.jsonl`` instead. The script runs, as a user would,
+``tmas eval --concurrency 1`` (one problem after another, in the file's order) twice: once
+plain, once with ``--memory``. It prints accuracy over the whole sequence, its first and second
+half (memory can only help once something is in it) and per trap; the paired difference
+(memory on minus off, same problems) with a bootstrap 95% interval, over all problems and over
+the second half; tokens per problem; how many remembered lessons each problem was shown; and
+what the memory held at the end. ``report.json`` in ``--out`` keeps every figure.
 
-    python benchmarks/lifelong.py [--problems 20] [--out DIR] [--model qwen]
+    python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--data traps]
 """
 
 from __future__ import annotations
@@ -22,13 +26,28 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from trap_problems import generate
+
 from tmas.eval.data import load_problems
+from tmas.eval.intervals import paired_difference
 from tmas.lifecycle.history import saved_state
+from tmas.memory.banks import remembered_items
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import open_storage
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
-MEMORY = "gsm8k-lifelong"
+GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
+MEMORY = "lifelong-benchmark"
+
+
+def write_problems(args: argparse.Namespace, path: Path) -> list[dict[str, Any]]:
+    """The problems of the run, in order, written where ``tmas eval`` reads them."""
+    if args.data == "traps":
+        rows = generate(args.problems, seed=args.problem_seed)
+    else:
+        source = str(GSM8K) if GSM8K.exists() else "gsm8k"
+        rows = [p.model_dump() for p in load_problems(source, args.problems)]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return rows
 
 
 def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: bool) -> Path:
@@ -37,7 +56,7 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
     command = [
         "tmas", "eval", "--data", str(data), "--out", str(folder), "--graph", "tmas",
         "--model", args.model, "--concurrency", "1", "--db", str(db), "--quiet",
-        "-n", str(args.n), "-m", str(args.m), "-t", str(args.t),
+        "-n", str(args.n), "-m", str(args.m), "-t", str(args.t), "--seed", str(args.seed),
         "--max-tokens", str(args.max_tokens),
     ]  # fmt: skip
     if memory:
@@ -49,77 +68,116 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
     return folder
 
 
-def rows_of(folder: Path) -> list[dict[str, Any]]:
+def rows_in_order(folder: Path, problems: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The evaluation's result rows in the problems' order."""
     lines = (folder / "results.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    by_id = {row["id"]: row for row in map(json.loads, filter(str.strip, lines))}
+    return [by_id[str(problem["id"])] for problem in problems]
 
 
-def seeded_counts(db: Path, rows: list[dict[str, Any]]) -> list[int]:
-    """How many memory items each run's banks started with."""
+def lessons_shown(db: Path, rows: list[dict[str, Any]]) -> list[int]:
+    """How many remembered lessons each run's banks started with."""
     storage = open_storage(db)
     try:
-        counts = []
-        for row in rows:
-            state = saved_state(storage, row["run_id"], full_history=False)
-            banks = (state.get("experience_bank") or []) + (state.get("guideline_bank") or [])
-            counts.append(sum(1 for item in banks if item.get("origin") == "memory"))
-        return counts
+        return [
+            len(remembered_items(saved_state(storage, row["run_id"], full_history=False)))
+            for row in rows
+        ]
     finally:
         storage.close()
 
 
-def memory_size(db: Path) -> int:
+def memory_items(db: Path) -> list[dict[str, Any]]:
     storage = open_storage(db)
     try:
-        return len(LifelongMemory(storage.store(), MEMORY).items())
+        return LifelongMemory(storage.store(), MEMORY).items()
     finally:
         storage.close()
 
 
-def summary(name: str, rows: list[dict[str, Any]]) -> str:
-    half = len(rows) // 2
+def accuracy(rows: list[dict[str, Any]]) -> float | None:
+    return mean(float(r["correct"]) for r in rows) if rows else None
 
-    def accuracy(part: list[dict[str, Any]]) -> str:
-        return f"{100 * mean(r['correct'] for r in part):7.1f}%" if part else f"{'-':>8}"
 
-    tokens = mean(r["tokens_in"] + r["tokens_out"] for r in rows)
-    answered = sum(r["selected_answer"] is not None for r in rows)
-    return (f"{name:<11} {accuracy(rows)} {accuracy(rows[:half])} {accuracy(rows[half:])} "
-            f"{tokens:>14.0f} {answered:>5}/{len(rows)}")  # fmt: skip
+def figures(problems: list[dict], off: list[dict], on: list[dict]) -> dict[str, Any]:
+    """Accuracies by position and trap, paired differences with intervals, tokens."""
+    half = len(problems) // 2
+    right_off, right_on = [bool(r["correct"]) for r in off], [bool(r["correct"]) for r in on]
+    overall, second = (
+        paired_difference(right_off, right_on),
+        paired_difference(right_off[half:], right_on[half:]),
+    )
+    traps = sorted({p.get("trap") or "gsm8k" for p in problems})
+
+    def trap_rows(rows: list[dict], trap: str) -> list[dict]:
+        return [
+            r for r, p in zip(rows, problems, strict=True) if (p.get("trap") or "gsm8k") == trap
+        ]
+
+    return {
+        "problems": len(problems),
+        "accuracy": {
+            name: {
+                "all": accuracy(rows),
+                "first_half": accuracy(rows[:half]),
+                "second_half": accuracy(rows[half:]),
+            }
+            for name, rows in (("off", off), ("on", on))
+        },  # fmt: skip
+        "by_trap": {t: [accuracy(trap_rows(off, t)), accuracy(trap_rows(on, t))] for t in traps},
+        "difference": {
+            "all": [overall.difference, overall.low, overall.high],
+            "second_half": [second.difference, second.low, second.high],
+        },  # fmt: skip
+        "tokens_per_problem": {
+            name: mean(r["tokens_in"] + r["tokens_out"] for r in rows)
+            for name, rows in (("off", off), ("on", on))
+        },  # fmt: skip
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", type=int, default=20)
+    parser.add_argument("--problems", type=int, default=40)
+    parser.add_argument("--data", choices=("traps", "gsm8k"), default="traps")
+    parser.add_argument("--problem-seed", type=int, default=3, help="which trap problems")
     parser.add_argument("--out", type=Path, default=Path("lifelong-benchmark"))
     parser.add_argument("--model", default="qwen")
+    parser.add_argument("--seed", type=int, default=0, help="the runs' seed, the same off and on")
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("-m", type=int, default=1)
-    parser.add_argument("-t", type=int, default=2)
-    parser.add_argument("--max-tokens", type=int, default=320)
+    parser.add_argument("-t", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=384)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    problems = load_problems(str(DATA) if DATA.exists() else "gsm8k", args.problems)
     data = args.out / "problems.jsonl"
-    data.write_text("".join(p.model_dump_json() + "\n" for p in problems))
+    problems = write_problems(args, data)
     db = args.out / "runs.sqlite"
-    timings = {}
-    results = {}
+    walls, results = {}, {}
     for memory in (False, True):
         started = time.monotonic()
-        results[memory] = rows_of(evaluate(data, args.out, db, args, memory))
-        timings[memory] = time.monotonic() - started
-    print(f"{len(problems)} GSM8K problems in order, tmas N={args.n} M={args.m} T={args.t}, "
-          f"{args.max_tokens}-token answers, model {args.model}")  # fmt: skip
-    print(f"{'':<11} {'all':>8} {'1st half':>8} {'2nd half':>8} {'tokens/problem':>14} "
-          f"{'answered':>8}")  # fmt: skip
-    print(summary("memory off", results[False]))
-    print(summary("memory on", results[True]))
-    seeded = seeded_counts(db, results[True])
-    print(f"memory items each problem started with: {seeded}")
-    print(f"problems shown memory items: {sum(1 for c in seeded if c)} of {len(seeded)}; "
-          f"items in memory at the end: {memory_size(db)}")
-    print(f"wall time: off {timings[False]:.0f} s, on {timings[True]:.0f} s")
+        results[memory] = rows_in_order(evaluate(data, args.out, db, args, memory), problems)
+        walls["on" if memory else "off"] = round(time.monotonic() - started)
+    report = figures(problems, results[False], results[True])
+    shown = lessons_shown(db, results[True])
+    kept = memory_items(db)
+    report.update(settings=vars(args) | {"out": str(args.out)}, wall_s=walls,
+                  lessons_shown=shown,
+                  memory=[{"type": i.get("type"), "hits": i["hits"], "uses": i["uses"],
+                           "text": i["text"]} for i in kept])  # fmt: skip
+    (args.out / "report.json").write_text(json.dumps(report, indent=1))
+    print(
+        f"{len(problems)} {args.data} problems in order, tmas N={args.n} M={args.m} "
+        f"T={args.t}, {args.max_tokens}-token answers, model {args.model}, seed {args.seed}"
+    )
+    for name, values in report["accuracy"].items():
+        print(f"memory {name:<3}: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in values.items()))
+    for part, (diff, low, high) in report["difference"].items():
+        print(f"on - off ({part}): {100 * diff:+.1f} points, 95% interval "
+              f"[{100 * low:+.1f}, {100 * high:+.1f}]")  # fmt: skip
+    print(f"by trap (off, on): {json.dumps(report['by_trap'])}")
+    print(f"lessons shown per problem: {shown}; items in memory at the end: {len(kept)}")
+    print(f"wall time: {walls}")
 
 
 if __name__ == "__main__":
