@@ -16,6 +16,7 @@ from tmas.eval.identity import evaluation_identity
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.run_plan import plan_run
 from tmas.llm.backend import BackendSpec
+from tmas.orchrm.baselines import PlanFeatureModel, PlanPrior
 from tmas.orchrm.choice import PlanChooser
 from tmas.orchrm.pairs import CORRECT_OVER_INCORRECT, Outcome, build_pairs, problem_pairs
 from tmas.orchrm.plan_space import plan_space_from_data
@@ -161,3 +162,21 @@ def test_exactly_tied_plans_are_drawn_between_and_recorded(tmp_path: Path) -> No
     assert all(c.record()["tied"] == ["cot", "vote3"] for c in choices)
     again = chooser.choose("What is 3 + 1?")
     assert again.chosen.name == choices[3].chosen.name  # the same draw for the same problem
+
+
+def test_plan_only_baselines_learn_a_prior_and_nothing_that_depends_on_the_problem() -> None:
+    two = make_plan("vote2", load_bundled("majority_vote"), {"n_candidates": 2}).text
+    three = make_plan("vote3", load_bundled("majority_vote"), {"n_candidates": 3}).text
+    five = make_plan("vote5", load_bundled("majority_vote"), {"n_candidates": 5}).text
+    # more candidates win 3 of 4 training pairs: both baselines learn that prior
+    train = [{"input": f"p{i}", "chosen": five, "rejected": COT.text} for i in range(3)]
+    train.append({"input": "p3", "chosen": COT.text, "rejected": five})
+    prior, features = PlanPrior.fit(train), PlanFeatureModel.fit(train)
+    assert prior.best() == five and features.score(five) > features.score(COT.text)
+    assert prior.accuracy(train) == features.accuracy(train) == 0.75
+    # the features generalise to unseen plans along the same setting; the prior cannot
+    unseen = [{"chosen": three, "rejected": two}]
+    assert features.accuracy(unseen) == 1.0 and prior.accuracy(unseen) == 0.5
+    # where the winner depends on the problem, a plan-only model is at chance
+    mixed = [{"chosen": COT.text, "rejected": five}, {"chosen": five, "rejected": COT.text}]
+    assert prior.accuracy(mixed) == features.accuracy(mixed) == 0.5
