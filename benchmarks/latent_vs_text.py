@@ -3,8 +3,9 @@ one model, then again after DiffMAS training of the latent chain's final agent.
 
 Everything runs in-process through transformers (``--backend hf``, the only backend that
 exposes hidden states), greedy, one answer per problem, with the same answer budget for every
-final agent. The problems are generated sums (``benchmarks/hybrid_rl.py``'s generator:
-SmolLM2-135M gets some right); the training problems are other ones of the same kind.
+final agent. The problems are generated one-step word problems (``word_problems.py``:
+SmolLM2-135M gets some right); the training problems are other ones of the same family, each
+with its worked reference solution as the final agent's target.
 
     python benchmarks/latent_vs_text.py [--problems 20] [--train 32] [--steps 16] [--model smollm2]
 
@@ -16,24 +17,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from hybrid_rl import make_problem, run
+from hybrid_rl import tmas
+from word_problems import ONE_STEP, generate
 
 BUDGET = 128
 CHAIN = ("planner", "critic", "refiner", "judger")
-
-
-def problems(count: int, seed: int, prefix: str) -> list[dict[str, Any]]:
-    rng = random.Random(seed)
-    made = []
-    for index in range(count):
-        problem, answer = make_problem(rng)
-        made.append({"id": f"{prefix}{index}", "problem": problem, "answer": str(answer)})
-    return made
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -52,7 +44,8 @@ def evaluate(graph: str, data: Path, out: Path, model: str, adapter: Path | None
         command += ["--set", f"roles={json.dumps(roles)}"]
     if adapter is not None:
         command += ["--adapter", str(adapter)]
-    return run(command, f"tmas eval of {graph}")
+    wall, _ = tmas(*command, label=f"tmas eval of {graph}")
+    return wall
 
 
 def measured(out: Path, wall: float) -> dict[str, float]:
@@ -86,8 +79,8 @@ def main() -> None:
     args = parser.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="latent-bench-"))
     out.mkdir(parents=True, exist_ok=True)
-    test = write_jsonl(out / "test.jsonl", problems(args.problems, 11, "t"))
-    train = write_jsonl(out / "train.jsonl", problems(args.train, 5, "s"))
+    test = write_jsonl(out / "test.jsonl", generate(args.problems, seed=11, kinds=ONE_STEP))
+    train = write_jsonl(out / "train.jsonl", generate(args.train, seed=5, kinds=ONE_STEP))
 
     results: dict[str, dict[str, float]] = {}
     for label, graph in (("single agent", "majority_vote"), ("text_mas", "text_mas"),
@@ -96,14 +89,15 @@ def main() -> None:
         results[label] = measured(out / graph, wall)
     training = ["train", "latent", str(train), "--out", str(out / "diffmas"), "--model",
                 args.model, "--steps", str(args.steps), "--quiet"]  # fmt: skip
-    train_wall = run(training, "tmas train latent")
+    train_wall, _ = tmas(*training, label="tmas train latent")
     record = json.loads((out / "diffmas" / "training.json").read_text())
     adapter = out / "diffmas" / "adapter"
     wall = evaluate("latent_mas", test, out / "latent_mas_trained", args.model, adapter)
     results["latent_mas + DiffMAS"] = measured(out / "latent_mas_trained", wall)
 
-    print(f"\n{args.problems} generated sums, {args.model}, greedy, final answers <= {BUDGET} "
-          f"tokens; DiffMAS: {args.steps} steps on {args.train} other sums in "
+    print(f"\n{args.problems} generated word problems, {args.model}, greedy, final answers "
+          f"<= {BUDGET} "
+          f"tokens; DiffMAS: {args.steps} steps on {args.train} other problems in "
           f"{train_wall:.0f} s, target loss {record['loss_before']:.3f} -> "
           f"{record['loss_after']:.3f}\n")  # fmt: skip
     print("| system | accuracy | decoded tokens/problem | latent steps/problem "
