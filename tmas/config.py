@@ -27,6 +27,10 @@ class RoleModel(BaseModel):
     model: str | None = None
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1, le=262_144)
+    adapter: str | None = Field(
+        default=None,
+        description="hf backend: this role's own LoRA adapter folder ('none': the base weights)",
+    )
 
 
 EXECUTION_SETTINGS = frozenset(

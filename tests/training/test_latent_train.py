@@ -1,6 +1,8 @@
 """DiffMAS training of latent_mas's final agent on SmolLM2: two steps lower the loss over the
 latent traces, a rerun with more steps resumes, the adapter serves latent_mas and changes its
-answer; a topology without a latent final agent is refused before any model loads."""
+answer; the same training on text_mas's final agent (over the notes its agents write), whose
+adapter serves the final agent alone; a topology without a final chain agent is refused
+before any model loads."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ def train(out: Path, steps: int, *extra: str) -> dict:
 @pytest.mark.slow
 def test_two_steps_lower_the_loss_and_the_adapter_changes_latent_mas(tmp_path: Path) -> None:
     import peft  # noqa: F401 - the train extra, which the test command installs
+
     out = tmp_path / "diffmas"
     record = train(out, 2)
     assert record["status"] == "finished" and record["steps"] == 2
@@ -54,8 +57,31 @@ def test_two_steps_lower_the_loss_and_the_adapter_changes_latent_mas(tmp_path: P
     assert answers["trained"] != answers["base"]
 
 
-def test_a_topology_without_a_latent_final_agent_is_refused(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["train", "latent", "gsm8k", "--graph", "text_mas",
+@pytest.mark.slow
+def test_text_mas_trains_its_final_agent_on_the_notes_and_serves_it_alone(tmp_path: Path) -> None:
+    import peft  # noqa: F401 - the train extra, which the test command installs
+
+    from tmas.config import RoleModel, TMASConfig
+    from tmas.llm.backend import BackendSpec, make_router
+
+    out = tmp_path / "text"
+    record = train(out, 1, "--graph", "text_mas", "--notes-max-tokens", "8")
+    assert record["status"] == "finished" and record["steps"] == 1
+    upstream = record["chain"]["upstream"]
+    assert [a["agent"] for a in upstream] == ["planner", "critic", "refiner"]
+    assert all(a["writes_text"] for a in upstream)
+    adapter = str(out / "adapter")
+    config = TMASConfig(roles={"judger": RoleModel(adapter=adapter)})
+    router = make_router(BackendSpec(kind="hf", model="smollm2"), config)
+    assert router.model_for("judger").adapter == adapter  # the trained final agent
+    assert router.model_for("planner").adapter is None  # the others on the base weights
+    with pytest.raises(ValueError, match="needs the hf backend"):
+        make_router(BackendSpec(kind="openai", base_url="http://127.0.0.1:9/v1", model="m"),
+                    config)  # fmt: skip
+
+
+def test_a_topology_without_a_final_chain_agent_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["train", "latent", "gsm8k", "--graph", "majority_vote",
                                       "--out", str(tmp_path / "out")])  # fmt: skip
     assert result.exit_code != 0
-    assert "has 0 latent_answer nodes" in result.output and "Traceback" not in result.output
+    assert "has 0 final agents" in result.output and "Traceback" not in result.output

@@ -1,6 +1,6 @@
 """``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward;
 ``tmas train filter``: keep the rows with reward spread; ``tmas train latent``: DiffMAS
-training of a latent topology's final agent."""
+training of a chain topology's final agent."""
 
 from __future__ import annotations
 
@@ -159,9 +159,9 @@ def latent(
         str, typer.Argument(help="problems (JSONL, gsm8k, math500) or exported run rows")
     ],
     out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
-    graph: Annotated[str, typer.Option(help="the latent topology (bundled or spec file)")] = (
-        "latent_mas"
-    ),
+    graph: Annotated[
+        str, typer.Option(help="the chain topology, latent or text (bundled or spec file)")
+    ] = "latent_mas",
     limit: Annotated[int | None, typer.Option(min=1, help="first N problems")] = None,
     *,
     models: ModelOptions,
@@ -171,12 +171,16 @@ def latent(
     lora_r: Annotated[int, typer.Option(min=1)] = 8,
     lora_alpha: Annotated[int, typer.Option(min=1)] = 16,
     max_target_tokens: Annotated[int, typer.Option(min=1, help="longest target")] = 256,
+    notes_max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="text chains: longest note (default: the role's)")
+    ] = None,
     seed: int = 0,
     save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 5,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
-    """Train the final agent of a latent topology on the latent traces its upstream agents
-    build (DiffMAS: stage I without gradients, stage II LoRA SFT); rerun to resume."""
+    """Train the final agent of a chain topology on the latent traces (or, text_mas, the
+    notes) its upstream agents build (DiffMAS: stage I without gradients, stage II LoRA SFT);
+    rerun to resume."""
     from tmas.training.latent_settings import LatentSFTSettings
     from tmas.training.latent_sft import train_latent
 
@@ -185,7 +189,8 @@ def latent(
         settings = LatentSFTSettings(
             data=source, limit=limit, graph=graph, model=models.model, steps=steps,
             batch_size=batch_size, learning_rate=learning_rate, lora_r=lora_r,
-            lora_alpha=lora_alpha, max_target_tokens=max_target_tokens, seed=seed,
+            lora_alpha=lora_alpha, max_target_tokens=max_target_tokens,
+            notes_max_tokens=notes_max_tokens, seed=seed,
             save_every=save_every, device=models.device,
         )  # fmt: skip
         record = train_latent(settings, out_dir, progress=not quiet)

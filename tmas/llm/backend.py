@@ -301,16 +301,30 @@ def _client_budget(config: TMASConfig, role: Role) -> int:
         return config.solver_max_tokens
 
 
+def _role_adapter_model(
+    spec: BackendSpec, config: TMASConfig, role: Role, adapter: str
+) -> BaseChatModel:
+    """The hf model of a role with its own adapter (``none``: the base weights)."""
+    if spec.kind != "hf":
+        raise ValueError(f"the {role} role's adapter needs the hf backend, not {spec.kind}")
+    own = None if adapter == "none" else adapter
+    return make_main_model(spec.model_copy(update={"adapter": own}).resolved(), config)
+
+
 def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
     """A router with the main model and one model per role that ``config.roles`` overrides.
 
     A role override with a ``base_url`` or a ``model`` gets its own client: an
     OpenAI-compatible one when a URL is known (its own or the backend's), otherwise a model of
-    the backend's own kind.
+    the backend's own kind. On the hf backend a role's ``adapter`` gives it its own LoRA
+    adapter (``none``: the base weights), for example a trained final agent among base ones.
     """
     main = make_main_model(spec, config)
     overrides: dict[Role, BaseChatModel] = {}
     for role, settings in config.roles.items():
+        if settings.adapter is not None:
+            overrides[role] = _role_adapter_model(spec, config, role, settings.adapter)
+            continue
         if settings.base_url is None and settings.model is None:
             continue
         temperature = (

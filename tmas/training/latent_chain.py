@@ -1,8 +1,9 @@
-"""The agents of a latent topology, read from its spec, and the training example of one problem:
-the upstream agents' segments (stage I) and the final agent's turn with its target (stage II).
+"""The agents of a chain topology, read from its spec, and the training example of one problem:
+what the upstream agents pass on (stage I) and the final agent's turn with its target (stage II).
 
-Training reads the chain from the same spec a run compiles, so the adapter learns to read
-exactly the trace that ``latent_mas`` (or a user's latent topology) builds.
+Upstream agents pass latents (``latent_mas``: segments of a shared KV trace) or text
+(``text_mas``: notes the final agent reads in its prompt). Training reads the chain from the
+same spec a run compiles, so the adapter learns to read exactly what the topology builds.
 """
 
 from __future__ import annotations
@@ -45,12 +46,15 @@ def run_order(spec: GraphSpec) -> list[Any]:
 
 @dataclass(frozen=True)
 class ChainAgent:
-    """One upstream agent: its name and how it thinks."""
+    """One upstream agent: its name and how it thinks (latent steps, or text of at most
+    ``max_tokens`` tokens when it ``writes_text``)."""
 
     agent: str
-    latent_steps: int
-    realign: bool
-    keep_prompt: bool
+    latent_steps: int = 0
+    realign: bool = True
+    keep_prompt: bool = True
+    writes_text: bool = False
+    max_tokens: int = 256
 
 
 @dataclass(frozen=True)
@@ -61,20 +65,33 @@ class LatentChain:
     final: str
     prompts: PromptSet
 
+    @property
+    def passes_text(self) -> bool:
+        """Whether the upstream agents write notes (text) rather than latents."""
+        return any(agent.writes_text for agent in self.upstream)
+
     @classmethod
     def from_spec(cls, spec: GraphSpec) -> LatentChain:
-        """The chain of ``spec``; ValueError for a topology without exactly one final latent
-        agent after its latent agents.
+        """The chain of ``spec``; ValueError for a topology without exactly one final agent
+        (``latent_answer`` or ``text_answer``) after its upstream agents, or with agents that
+        pass latents and agents that pass text in one chain.
 
         Example:
             >>> from tmas.graphs.bundled import load_bundled
             >>> chain = LatentChain.from_spec(load_bundled("latent_mas"))
             >>> [a.agent for a in chain.upstream], chain.final
             (['planner', 'critic', 'refiner'], 'judger')
+            >>> LatentChain.from_spec(load_bundled("text_mas")).passes_text
+            True
         """
         upstream, finals = [], []
         for node in run_order(spec):
-            if node.type == "latent_agent":
+            if node.type == "text_agent":
+                agent = with_defaults(NODE_TYPES[node.type].factory, node.params)["agent"]
+                declared = spec.roles.get(node.role or agent)
+                budget = declared.max_tokens if declared is not None else 256
+                upstream.append(ChainAgent(agent, writes_text=True, max_tokens=budget))
+            elif node.type == "latent_agent":
                 params = with_defaults(NODE_TYPES[node.type].factory, node.params)
                 upstream.append(
                     ChainAgent(
@@ -84,18 +101,21 @@ class LatentChain:
                         params["keep_prompt"],
                     )
                 )
-            elif node.type == "latent_answer":
+            elif node.type in ("latent_answer", "text_answer"):
                 finals.append(with_defaults(NODE_TYPES[node.type].factory, node.params)["agent"])
         if len(finals) != 1:
             raise ValueError(
-                f"topology {spec.name!r} has {len(finals)} latent_answer nodes; training a final "
-                "agent over a latent trace needs exactly one (a latent topology such as latent_mas)"
+                f"topology {spec.name!r} has {len(finals)} final agents (latent_answer or "
+                "text_answer nodes); training a final agent needs exactly one (a chain topology "
+                "such as latent_mas or text_mas)"
             )
+        if len({agent.writes_text for agent in upstream}) > 1:
+            raise ValueError(f"topology {spec.name!r} mixes agents passing latents and text")
         return cls(tuple(upstream), finals[0], PromptSet(spec.prompts))
 
-    def example(self, tokenizer: Any, problem: str, target: str) -> dict[str, Any]:
-        """One training row: the segments, the final agent's turn and the target's ids (which
-        end in the end-of-turn token).
+    def example(self, tokenizer: Any, problem: str, target: str, notes: str = "") -> dict:
+        """One training row: the latent agents' segments, the final agent's turn (with the
+        text agents' ``notes``) and the target's ids (which end in the end-of-turn token).
 
         Example (with ``tmas[train]``)::
 
@@ -104,12 +124,12 @@ class LatentChain:
         segments = [
             make_segment(tokenizer, self.prompts, a.agent, problem, a.latent_steps, a.realign,
                          a.keep_prompt).record()
-            for a in self.upstream
+            for a in self.upstream if not a.writes_text
         ]  # fmt: skip
         target_ids = tokenizer(target, add_special_tokens=False)["input_ids"]
         return {
             "segments": segments,
-            "final_ids": final_prompt_ids(tokenizer, self.prompts, self.final, problem),
+            "final_ids": final_prompt_ids(tokenizer, self.prompts, self.final, problem, notes),
             "target_ids": [*target_ids, int(tokenizer.eos_token_id)],
         }
 
@@ -121,10 +141,14 @@ class LatentChain:
             >>> LatentChain.from_spec(load_bundled("latent_mas")).describe()["final"]
             'judger'
         """
-        return {
-            "upstream": [a.__dict__ for a in self.upstream],
-            "final": self.final,
-        }
+
+        def shown(agent: ChainAgent) -> dict[str, Any]:
+            if agent.writes_text:
+                return {"agent": agent.agent, "writes_text": True, "max_tokens": agent.max_tokens}
+            return {"agent": agent.agent, "latent_steps": agent.latent_steps,
+                    "realign": agent.realign, "keep_prompt": agent.keep_prompt}  # fmt: skip
+
+        return {"upstream": [shown(a) for a in self.upstream], "final": self.final}
 
 
 def target_text(answer: str, solution: str | None) -> str:

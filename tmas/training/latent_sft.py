@@ -1,10 +1,12 @@
-"""``tmas train latent``: DiffMAS training of the final agent of a latent topology.
+"""``tmas train latent``: DiffMAS training of the final agent of a chain topology.
 
 Stage I: the upstream agents (base weights, no gradients) build the latent trace of a problem,
-exactly as ``latent_mas`` builds it at run time. Stage II: the final agent, with a LoRA adapter,
-reads that trace and is trained by supervised fine-tuning on the reference answer (gradients
-through the final agent). transformers' Trainer runs the loop, so checkpoints, resuming and
-logging are its own.
+exactly as ``latent_mas`` builds it at run time (or, for a text chain such as ``text_mas``,
+write their notes once, greedy, before training). Stage II: the final agent, with a LoRA
+adapter, reads that trace (or those notes) and is trained by supervised fine-tuning on the
+reference answer (gradients through the final agent). The same LoRA budget on ``latent_mas``,
+``text_mas`` and a single agent is how the latent channel's own effect is measured.
+transformers' Trainer runs the loop, so checkpoints, resuming and logging are its own.
 
 Output folder::
 
@@ -45,9 +47,12 @@ from tmas.training.trainer_runs import (
 LATENT_RECORD = "latent.json"
 
 
-def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: Any) -> list[dict]:
+def training_rows(
+    settings: LatentSFTSettings, chain: LatentChain, tokenizer: Any, model: Any = None
+) -> list[dict]:
     """One row per example of the data; targets longer than ``max_target_tokens`` are cut
-    (their end-of-turn token kept).
+    (their end-of-turn token kept). A text chain's notes are written by ``model`` (the base
+    weights) first.
 
     Example (with ``tmas[train]``)::
 
@@ -55,8 +60,14 @@ def training_rows(settings: LatentSFTSettings, chain: LatentChain, tokenizer: An
     """
     rows = []
     for example in latent_examples(settings.data, settings.limit):
+        notes = ""
+        if chain.passes_text:
+            from tmas.training.text_notes import written_notes
+
+            notes = written_notes(model, tokenizer, chain, example.problem,
+                                  settings.notes_max_tokens)  # fmt: skip
         row = chain.example(
-            tokenizer, example.problem, target_text(example.answer, example.solution)
+            tokenizer, example.problem, target_text(example.answer, example.solution), notes
         )
         if len(row["target_ids"]) > settings.max_target_tokens:
             row["target_ids"] = row["target_ids"][: settings.max_target_tokens - 1] + [
@@ -146,7 +157,7 @@ def train_latent(
         from peft import LoraConfig, get_peft_model
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
-    rows = training_rows(settings, chain, tokenizer)
+    rows = training_rows(settings, chain, tokenizer, base.to(device))
     last = resume_checkpoint(out_dir, settings.steps)
     model = get_peft_model(
         base.to(device),

@@ -61,14 +61,17 @@ def make_segment(
     return Segment(agent, tuple(ids), latent_steps, realign, keep_prompt)
 
 
-def final_prompt_ids(tokenizer: Any, prompts: PromptSet, agent: str, problem: str) -> list[int]:
-    """The final agent's turn, read over the trace before it answers.
+def final_prompt_ids(
+    tokenizer: Any, prompts: PromptSet, agent: str, problem: str, notes: str = ""
+) -> list[int]:
+    """The final agent's turn, read over the trace (and the text agents' ``notes``) before it
+    answers.
 
     Example (with ``tmas[train]``)::
 
         ids = final_prompt_ids(tokenizer, PromptSet(), "judger", "1+1?")
     """
-    return chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem))
+    return chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem, notes))
 
 
 def segments_before(state: RunState) -> list[Segment]:
