@@ -1,31 +1,39 @@
-"""LatentMAS against the same agents passing text and against a single agent, side by side on
-one model, then again after DiffMAS training of the latent chain's final agent.
+"""DiffMAS with controls: the same LoRA budget on the final agent of ``latent_mas`` (reading the
+latent trace), of ``text_mas`` (reading the notes its agents write) and of a single agent (the
+same judger with nothing before it), each evaluated before and after training on the same
+held-out problems, with paired 95% intervals, tokens and wall time.
 
 Everything runs in-process through transformers (``--backend hf``, the only backend that
 exposes hidden states), greedy, one answer per problem, with the same answer budget for every
-final agent. The problems are generated one-step word problems (``word_problems.py``:
-SmolLM2-135M gets some right); the training problems are other ones of the same family, each
-with its worked reference solution as the final agent's target.
+final agent. Problems are generated one-step word problems (``word_problems.py``: SmolLM2-135M
+gets some right); the training problems are other ones of the same family, each with its
+worked reference solution as the target (``tmas train latent``: stage I on the base weights,
+stage II LoRA SFT of the final agent). What differs between the three systems is only what the
+final agent reads: a latent trace, text notes, or nothing.
 
-    python benchmarks/latent_vs_text.py [--problems 20] [--train 32] [--steps 16] [--model smollm2]
+    python benchmarks/latent_vs_text.py --out DIR [--eval 100] [--train 64] [--steps 32]
 
-Prints one table: accuracy, generated tokens per problem (latent steps counted apart) and wall
-time per problem of each system, measured in this one run.
+Prints one table and writes ``report.json`` in ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from hybrid_rl import tmas
 from word_problems import ONE_STEP, generate
 
-BUDGET = 128
-CHAIN = ("planner", "critic", "refiner", "judger")
+from tmas.eval.intervals import paired_difference
+
+HERE = Path(__file__).resolve().parent
+SYSTEMS = {  # label: (topology, upstream agents)
+    "single agent": (str(HERE / "specs" / "judger_only.yaml"), ()),
+    "text_mas": ("text_mas", ("planner", "critic", "refiner")),
+    "latent_mas": ("latent_mas", ("planner", "critic", "refiner")),
+}
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -33,82 +41,96 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def evaluate(graph: str, data: Path, out: Path, model: str, adapter: Path | None) -> float:
-    roles = {role: {"max_tokens": BUDGET} for role in CHAIN}
-    command = [
-        "eval", "--data", str(data), "--out", str(out), "--db", str(out.parent / "runs.sqlite"),
-        "--graph", graph, "-n", "1", "--temperature", "0", "--max-tokens", str(BUDGET),
-        "--backend", "hf", "--model", model, "--concurrency", "1", "--quiet",
-    ]  # fmt: skip
-    if graph != "majority_vote":
-        command += ["--set", f"roles={json.dumps(roles)}"]
-    if adapter is not None:
+def evaluate(label: str, data: Path, out: Path, args: argparse.Namespace,
+             adapter: Path | None) -> tuple[list[bool], dict[str, float]]:  # fmt: skip
+    """One system on the held-out problems: correctness per problem (in order) and means."""
+    graph, upstream = SYSTEMS[label]
+    roles: dict[str, dict[str, Any]] = {agent: {"max_tokens": args.notes} for agent in upstream}
+    roles["judger"] = {"max_tokens": args.budget}
+    if adapter is not None and label == "text_mas":  # text agents are plain calls: the
+        roles["judger"]["adapter"] = str(adapter)  # judger alone gets the adapter
+    command = ["eval", "--data", str(data), "--out", str(out), "--db", str(out / "runs.sqlite"),
+               "--graph", graph, "-n", "1", "--temperature", "0", "--max-tokens",
+               str(args.budget), "--backend", "hf", "--model", args.model, "--concurrency", "1",
+               "--quiet", "--set", f"roles={json.dumps(roles)}"]  # fmt: skip
+    if adapter is not None and label != "text_mas":
         command += ["--adapter", str(adapter)]
-    wall, _ = tmas(*command, label=f"tmas eval of {graph}")
-    return wall
-
-
-def measured(out: Path, wall: float) -> dict[str, float]:
-    """Accuracy, tokens per problem (decoded, and latent steps) and wall time per problem."""
-    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    latent = 0
-    from tmas.lifecycle.history import saved_state
-    from tmas.storage.sqlite import connect
-
-    connection = connect(out.parent / "runs.sqlite")
-    for row in rows:
-        agents = (saved_state(connection, row["run_id"]).get("extras") or {}).get("agents", [])
-        latent += sum(int(a["segment"]["latent_steps"]) for a in agents if "segment" in a)
-    count = len(rows)
-    return {
-        "accuracy": sum(bool(r["correct"]) for r in rows) / count,
-        "decoded": sum(r["tokens_out"] for r in rows) / count,
-        "latent": latent / count,
-        "prompt": sum(r["tokens_in"] for r in rows) / count,
-        "wall": wall / count,
+    wall, _ = tmas(*command, label=f"evaluation of {label}")
+    rows = {r["id"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    ordered = [rows[json.loads(line)["id"]] for line in data.read_text().splitlines()]
+    count = len(ordered)
+    return [bool(r["correct"]) for r in ordered], {
+        "accuracy": sum(bool(r["correct"]) for r in ordered) / count,
+        "decoded_tokens": sum(r["tokens_out"] for r in ordered) / count,
+        "prompt_tokens": sum(r["tokens_in"] for r in ordered) / count,
+        "wall_s": wall / count,
     }
+
+
+def train(label: str, data: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The same DiffMAS training (steps, batch, learning rate, LoRA) of one system's judger."""
+    graph, _ = SYSTEMS[label]
+    command = ["train", "latent", str(data), "--out", str(out), "--graph", graph, "--model",
+               args.model, "--steps", str(args.steps), "--batch-size", str(args.batch_size),
+               "--learning-rate", str(args.learning_rate), "--notes-max-tokens", str(args.notes),
+               "--quiet"]  # fmt: skip
+    wall, _ = tmas(*command, label=f"training of {label}")
+    record = json.loads((out / "training.json").read_text())
+    return {"wall_s": round(wall), "loss_before": record["loss_before"],
+            "loss_after": record["loss_after"]}  # fmt: skip
+
+
+def interval(before: list[bool], after: list[bool]) -> list[float]:
+    paired = paired_difference(before, after)
+    return [paired.difference, paired.low, paired.high]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", type=int, default=20)
-    parser.add_argument("--train", type=int, default=32, help="training problems")
-    parser.add_argument("--steps", type=int, default=16, help="DiffMAS training steps")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--eval", type=int, default=100, help="held-out problems")
+    parser.add_argument("--train", type=int, default=64, help="training problems")
+    parser.add_argument("--steps", type=int, default=32)
+    parser.add_argument("--batch-size", type=int, default=2)
+    parser.add_argument("--learning-rate", type=float, default=2e-4)
+    parser.add_argument("--budget", type=int, default=128, help="final answers' tokens")
+    parser.add_argument("--notes", type=int, default=64, help="text agents' notes' tokens")
     parser.add_argument("--model", default="smollm2")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    out = args.out or Path(tempfile.mkdtemp(prefix="latent-bench-"))
+    out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    test = write_jsonl(out / "test.jsonl", generate(args.problems, seed=11, kinds=ONE_STEP))
-    train = write_jsonl(out / "train.jsonl", generate(args.train, seed=5, kinds=ONE_STEP))
-
-    results: dict[str, dict[str, float]] = {}
-    for label, graph in (("single agent", "majority_vote"), ("text_mas", "text_mas"),
-                         ("latent_mas", "latent_mas")):  # fmt: skip
-        wall = evaluate(graph, test, out / graph, args.model, None)
-        results[label] = measured(out / graph, wall)
-    training = ["train", "latent", str(train), "--out", str(out / "diffmas"), "--model",
-                args.model, "--steps", str(args.steps), "--quiet"]  # fmt: skip
-    train_wall, _ = tmas(*training, label="tmas train latent")
-    record = json.loads((out / "diffmas" / "training.json").read_text())
-    adapter = out / "diffmas" / "adapter"
-    wall = evaluate("latent_mas", test, out / "latent_mas_trained", args.model, adapter)
-    results["latent_mas + DiffMAS"] = measured(out / "latent_mas_trained", wall)
-
-    print(f"\n{args.problems} generated word problems, {args.model}, greedy, final answers "
-          f"<= {BUDGET} "
-          f"tokens; DiffMAS: {args.steps} steps on {args.train} other problems in "
-          f"{train_wall:.0f} s, target loss {record['loss_before']:.3f} -> "
-          f"{record['loss_after']:.3f}\n")  # fmt: skip
-    print("| system | accuracy | decoded tokens/problem | latent steps/problem "
-          "| prompt tokens/problem | wall s/problem |")  # fmt: skip
+    test = write_jsonl(out / "test.jsonl", generate(args.eval, seed=11, kinds=ONE_STEP))
+    data = write_jsonl(out / "train.jsonl", generate(args.train, seed=5, kinds=ONE_STEP))
+    report: dict[str, Any] = {"settings": vars(args) | {"out": str(out)}, "systems": {}}
+    right: dict[str, dict[str, list[bool]]] = {}
+    for label in SYSTEMS:
+        folder = out / label.replace(" ", "_")
+        before, base = evaluate(label, test, folder / "before", args, None)
+        training = train(label, data, folder / "train", args)
+        after, trained = evaluate(label, test, folder / "after", args, folder / "train" / "adapter")
+        right[label] = {"before": before, "after": after}
+        report["systems"][label] = {"before": base, "after": trained, "training": training,
+                                    "after_minus_before": interval(before, after)}  # fmt: skip
+    single = right["single agent"]["after"]
+    for label in ("text_mas", "latent_mas"):
+        report["systems"][label]["after_minus_single_after"] = interval(
+            single, right[label]["after"]
+        )
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    print(f"\n{args.eval} held-out word problems, {args.model}, greedy, answers <= {args.budget} "
+          f"tokens, notes <= {args.notes}; the same training for each: {args.steps} steps x "
+          f"{args.batch_size} of {args.train} problems, lr {args.learning_rate}\n")  # fmt: skip
+    print("| system | before | after | after - before [95%] | decoded tok | wall s/problem |")
     print("|---|---|---|---|---|---|")
-    for label, row in results.items():
-        print(f"| {label} | {row['accuracy']:.0%} | {row['decoded']:.0f} | {row['latent']:.0f} | "
-              f"{row['prompt']:.0f} | {row['wall']:.1f} |")  # fmt: skip
-    text, latent = results["text_mas"], results["latent_mas"]
-    print(f"\nlatent_mas / text_mas: decoded tokens {latent['decoded'] / text['decoded']:.2f}, "
-          f"wall time {latent['wall'] / text['wall']:.2f}")  # fmt: skip
+    for label, row in report["systems"].items():
+        diff, low, high = row["after_minus_before"]
+        print(f"| {label} | {row['before']['accuracy']:.0%} | {row['after']['accuracy']:.0%} | "
+              f"{100 * diff:+.0f} [{100 * low:+.0f}, {100 * high:+.0f}] | "
+              f"{row['after']['decoded_tokens']:.0f} | {row['after']['wall_s']:.1f} |")  # fmt: skip
+    for label in ("text_mas", "latent_mas"):
+        diff, low, high = report["systems"][label]["after_minus_single_after"]
+        print(f"{label} after - single agent after: {100 * diff:+.0f} points "
+              f"[{100 * low:+.0f}, {100 * high:+.0f}]")  # fmt: skip
     print(f"files: {out}")
 
 
