@@ -1,19 +1,26 @@
-"""OrchRM on a GSM8K slice: the reward-model-chosen plan against the best fixed plan, a random
-plan and the oracle, in accuracy and tokens, side by side.
+"""OrchRM where the plan that wins depends on the problem: does a problem-aware reward model beat
+plan-only baselines on held-out problems?
+
+Problems mix easy one-step word problems (``word_problems.py``) with harder ones that hide a
+trap (``trap_problems.py``). The plans differ in what they spend: ``short`` answers in a small
+budget, ``long`` in a large one. On easy problems both are right and the short one is cheaper;
+on hard ones the long one is right more often: which plan wins depends on the problem, so a
+reward model that reads the problem has something to learn beyond which plan wins most.
 
 The script runs, as a user would:
 
-1. ``tmas eval`` of each plan of a small plan space (cheap plans: one sample, a majority vote
-   of three, PaCoRe 2 -> 1, self-refine over two rounds; with ``--with-tmas`` also TMAS with 2
-   candidates, 1 check and 2 iterations) on the first ``--problems`` problems of
-   ``../shared/data/gsm8k_test_dev.jsonl`` with the embedded Qwen model;
-2. ``tmas orchrm pairs`` over the evaluations of the first half of the problems (train);
-3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head);
-4. for every problem of the second half (test), the reward model scores each plan before
-   anything runs (the scorer ``--graph auto`` uses); the chosen plan's saved run on that
-   problem gives its correctness and tokens.
+1. ``tmas eval`` of each plan ``--repeats`` times (seeds 1..K) on every problem, with the
+   embedded model (labels rest on K runs per problem and plan, not one coin flip);
+2. ``tmas orchrm pairs`` over all of them with ``--cheaper``, a success-rate margin and a
+   share of the problems held out before pairing;
+3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head) on the training pairs;
+4. on the held-out pairs: the pairwise accuracy of the reward model against the plan-only
+   baselines (the plans' training win rates; a logistic model on plan features alone);
+5. on the held-out problems: the accuracy (mean success rate over the runs) and tokens of the
+   plan the reward model picks, against the best fixed plan (chosen on the training problems),
+   a random plan and the oracle.
 
-    python benchmarks/orchrm.py [--problems 20] [--out DIR] [--model qwen] [--with-tmas]
+    python benchmarks/orchrm.py --out DIR [--easy 24] [--hard 24] [--repeats 3] [--model qwen]
 """
 
 from __future__ import annotations
@@ -22,148 +29,142 @@ import argparse
 import json
 import subprocess
 import sys
-import time
+from collections import defaultdict
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
 import yaml
+from trap_problems import generate as trap_problems
+from word_problems import ONE_STEP
+from word_problems import generate as easy_problems
 
-from tmas.eval.data import load_problems
-
-PLAN_SPACE = {
-    "name": "gsm8k-cheap",
-    "plans": [
-        {"name": "single", "graph": "majority_vote", "settings": {"n_candidates": 1}},
-        {"name": "vote3", "graph": "majority_vote", "settings": {"n_candidates": 3}},
-        {"name": "pacore", "graph": "pacore", "settings": {"round_widths": [2, 1]}},
-        {
-            "name": "refine",
-            "graph": "self_refine",
-            "settings": {"n_candidates": 1, "max_iterations": 2},
-        },
-    ],
-}
-TMAS_PLAN = {
-    "name": "tmas",
-    "graph": "tmas",
-    "settings": {"n_candidates": 2, "n_verifications": 1, "max_iterations": 2},
-}
-"""20 calls a problem (about 4 minutes with the embedded Qwen on 2 cores): ``--with-tmas``."""
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
+from tmas.orchrm.baselines import PlanFeatureModel, PlanPrior
+from tmas.orchrm.pairs import held_out_problems, read_pairs
+from tmas.orchrm.plan_space import load_plan_space
 
 
 def run(command: list[str]) -> str:
-    """Run a ``tmas`` command, echo it, and return its standard output."""
+    """Run a ``tmas`` command and return its standard output (exit on failure)."""
     print("$", " ".join(command), flush=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode not in (0,):
+    done = subprocess.run([sys.executable, "-m", "tmas.cli", *command], capture_output=True,
+                          text=True)  # fmt: skip
+    if done.returncode != 0:
         print(done.stderr[-2000:], file=sys.stderr)
-        raise SystemExit(f"failed ({done.returncode}): {' '.join(command)}")
+        raise SystemExit(f"failed ({done.returncode}): tmas {' '.join(command)}")
     return done.stdout
 
 
-def evaluate(plan: dict[str, Any], data: Path, out: Path, model: str) -> Path:
-    """Evaluate one plan with its settings (resumable: a rerun finishes what is missing)."""
-    folder = out / f"eval-{plan['name']}"
-    sets = [f"{k}={json.dumps(v)}" for k, v in plan["settings"].items()]
-    command = ["tmas", "eval", "--data", str(data), "--out", str(folder), "--graph", plan["graph"]]
-    command += ["--model", model, "--concurrency", "2", "--quiet"]
-    for item in sets:
-        command += ["--set", item]
+def plan_space(args: argparse.Namespace) -> dict[str, Any]:
+    return {"name": "budgets", "plans": [
+        {"name": "short", "graph": "majority_vote",
+         "settings": {"n_candidates": 1, "solver_max_tokens": args.short_tokens}},
+        {"name": "long", "graph": "majority_vote",
+         "settings": {"n_candidates": 1, "solver_max_tokens": args.long_tokens}},
+    ]}  # fmt: skip
+
+
+def evaluate(plan: dict[str, Any], seed: int, data: Path, out: Path, model: str) -> Path:
+    """One run of a plan over every problem (resumable)."""
+    folder = out / f"{plan['name']}-s{seed}"
+    command = ["eval", "--data", str(data), "--out", str(folder), "--graph", plan["graph"],
+               "--model", model, "--seed", str(seed), "--db", str(out / "runs.sqlite"),
+               "--quiet"]  # fmt: skip
+    for key, value in plan["settings"].items():
+        command += ["--set", f"{key}={json.dumps(value)}"]
     run(command)
     return folder
 
 
-def rows_by_problem(folder: Path) -> dict[str, dict[str, Any]]:
-    lines = (folder / "results.jsonl").read_text().splitlines()
-    return {row["id"]: row for row in map(json.loads, lines) if row}
+def outcomes(folders: dict[str, list[Path]]) -> dict[str, dict[str, dict[str, float]]]:
+    """Per plan and problem id: success rate over the runs and mean tokens."""
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for name, runs in folders.items():
+        per_problem: dict[str, list[dict]] = defaultdict(list)
+        for folder in runs:
+            for line in (folder / "results.jsonl").read_text().splitlines():
+                row = json.loads(line)
+                per_problem[row["id"]].append(row)
+        found[name] = {pid: {"rate": mean(float(r["correct"]) for r in rows),
+                             "tokens": mean(r["tokens_in"] + r["tokens_out"] for r in rows)}
+                       for pid, rows in per_problem.items()}  # fmt: skip
+    return found
+
+
+def selection(ids: list[str], texts: dict[str, str], plans: list, by_plan: dict, rm: Any,
+              fixed: str) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Accuracy and tokens on the problems ``ids`` of the RM's pick, the fixed plan, a random
+    plan (the mean over plans) and the oracle (the best plan per problem, cheaper on ties)."""
+    picks: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for pid in ids:
+        scores = rm.score(texts[pid], [plan.text for plan in plans])
+        chosen = plans[max(range(len(plans)), key=lambda i: scores[i])].name
+        options = {p.name: (by_plan[p.name][pid]["rate"], by_plan[p.name][pid]["tokens"])
+                   for p in plans}  # fmt: skip
+        picks["reward model"].append(options[chosen])
+        picks[f"fixed ({fixed})"].append(options[fixed])
+        picks["random"].append(tuple(mean(v[i] for v in options.values()) for i in (0, 1)))
+        picks["oracle"].append(max(options.values(), key=lambda v: (v[0], -v[1])))
+    return {name: {"accuracy": mean(v[0] for v in values), "tokens": mean(v[1] for v in values)}
+            for name, values in picks.items()}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", type=int, default=20)
-    parser.add_argument("--out", type=Path, default=Path("orchrm-benchmark"))
-    parser.add_argument("--model", default="qwen")
-    parser.add_argument("--max-tokens", type=int, default=320)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--easy", type=int, default=24, help="one-step word problems")
+    parser.add_argument("--hard", type=int, default=24, help="problems with a trap")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per plan and problem")
+    parser.add_argument("--short-tokens", type=int, default=96)
+    parser.add_argument("--long-tokens", type=int, default=384)
+    parser.add_argument("--held-out", type=float, default=0.25)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--with-tmas", action="store_true", help="add a small TMAS plan")
+    parser.add_argument("--model", default="qwen")
     args = parser.parse_args()
-    if args.with_tmas:
-        PLAN_SPACE["plans"].append(TMAS_PLAN)
-    args.out.mkdir(parents=True, exist_ok=True)
-    problems = load_problems(str(DATA) if DATA.exists() else "gsm8k", args.problems)
-    half = len(problems) // 2
-    splits = {"train": problems[:half], "test": problems[half:]}
-    data_files = {}
-    for split, chosen in splits.items():
-        data_files[split] = args.out / f"{split}.jsonl"
-        data_files[split].write_text("".join(p.model_dump_json() + "\n" for p in chosen))
-    space_path = args.out / "plans.yaml"
-    for plan in PLAN_SPACE["plans"]:  # the answer budget is a setting of every plan
-        plan["settings"]["solver_max_tokens"] = args.max_tokens
-    space_path.write_text(yaml.safe_dump(PLAN_SPACE, sort_keys=False))
-    started = time.monotonic()
-    folders: dict[str, dict[str, Path]] = {"train": {}, "test": {}}
-    for split in ("train", "test"):
-        for plan in PLAN_SPACE["plans"]:
-            folders[split][plan["name"]] = evaluate(
-                plan, data_files[split], args.out / split, args.model
-            )
-    eval_seconds = time.monotonic() - started
-    pairs = args.out / "pairs.jsonl"
-    report = run(["tmas", "orchrm", "pairs", *map(str, folders["train"].values()),
-                  "--out", str(pairs), "--held-out", "0"])  # fmt: skip
-    started = time.monotonic()
-    trained = run(["tmas", "orchrm", "train", str(pairs), "--out", str(args.out / "rm"),
-                   "--epochs", str(args.epochs), "--eval-fraction", "0", "--quiet"])  # fmt: skip
-    train_seconds = time.monotonic() - started
-    from tmas.orchrm.choice import PlanChooser
-    from tmas.orchrm.plan_space import load_plan_space
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    easy = easy_problems(args.easy, seed=21, kinds=ONE_STEP)
+    hard = trap_problems(args.hard, seed=22)
+    problems = [p for pair in zip(easy, hard, strict=False) for p in pair]
+    problems += easy[len(hard) :] + hard[len(easy) :]
+    data = out / "problems.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in problems))
+    space = plan_space(args)
+    (out / "plans.yaml").write_text(yaml.safe_dump(space, sort_keys=False))
+    folders = {plan["name"]: [evaluate(plan, seed, data, out, args.model)
+                              for seed in range(1, args.repeats + 1)]
+               for plan in space["plans"]}  # fmt: skip
+    evaluations = [str(folder) for runs in folders.values() for folder in runs]
+    shown = run(["orchrm", "pairs", *evaluations, "--out", str(out / "pairs.jsonl"), "--cheaper",
+                 "--held-out", str(args.held_out)])  # fmt: skip
+    report = json.loads(shown.strip().splitlines()[-1])
+    run(["orchrm", "train", str(out / "pairs.jsonl"), "--out", str(out / "rm"), "--eval-pairs",
+         str(out / "pairs.held_out.jsonl"), "--epochs", str(args.epochs), "--quiet"])  # fmt: skip
+    train_pairs = read_pairs(out / "pairs.jsonl")
+    held_pairs = read_pairs(out / "pairs.held_out.jsonl")
+    record = json.loads((out / "rm" / "training.json").read_text())
+    prior, features = PlanPrior.fit(train_pairs), PlanFeatureModel.fit(train_pairs)
+    accuracy = {"reward model": record["pairwise_accuracy"]["held_out"],
+                "plan prior (training win rates)": prior.accuracy(held_pairs),
+                "logistic on plan features": features.accuracy(held_pairs)}  # fmt: skip
+    plans = list(load_plan_space(out / "plans.yaml").plans)
+    by_plan = outcomes(folders)
+    held_texts = held_out_problems([p["problem"] for p in problems], args.held_out, seed=0)
+    texts = {p["id"]: p["problem"] for p in problems}
+    all_held = [p["id"] for p in problems if p["problem"] in held_texts]
+    train_ids = [p["id"] for p in problems if p["problem"] not in held_texts]
+    fixed = max(by_plan, key=lambda name: mean(by_plan[name][i]["rate"] for i in train_ids))
+    from tmas.orchrm.reward_model import load_reward_model
 
-    space = load_plan_space(space_path)
-    chooser = PlanChooser(str(args.out / "rm" / "adapter"), k=len(space.plans), space=space)
-    results = {name: rows_by_problem(folder) for name, folder in folders["test"].items()}
-    train_results = {name: rows_by_problem(f) for name, f in folders["train"].items()}
-    train_accuracy = {n: mean(r["correct"] for r in rows.values()) for n, rows in
-                      train_results.items()}  # fmt: skip
-    best_fixed = max(train_accuracy, key=lambda n: train_accuracy[n])
-    picks = {}
-    for problem in splits["test"]:
-        picks[problem.id] = chooser.choose(problem.problem).chosen.name
-
-    def tokens(row: dict[str, Any]) -> int:
-        return row["tokens_in"] + row["tokens_out"]
-
-    ids = [p.id for p in splits["test"]]
-    table = {
-        "rm-chosen": [results[picks[i]][i] for i in ids],
-        f"best fixed on train ({best_fixed})": [results[best_fixed][i] for i in ids],
+    chosen = selection(all_held, texts, plans, by_plan, load_reward_model(out / "rm"), fixed)
+    result = {
+        "pairs": report,
+        "held_out_pairwise_accuracy": accuracy,
+        "held_out_problems": len(all_held),
+        "held_out_selection": chosen,
     }
-    for name in results:
-        table[f"fixed {name}"] = [results[name][i] for i in ids]
-    print(f"\npairs: {report.strip()}\nreward model: {trained.strip()}")
-    print(f"train accuracy by plan: {json.dumps(train_accuracy)}")
-    print(f"chosen plans on test: {json.dumps(picks)}")
-    print("\n| system | accuracy | tokens/problem | tokens vs best fixed |\n|---|---|---|---|")
-    reference = mean(tokens(r) for r in table[f"best fixed on train ({best_fixed})"])
-    for name, rows in table.items():
-        cost = mean(tokens(r) for r in rows)
-        print(f"| {name} | {mean(r['correct'] for r in rows):.1%} | {cost:,.0f} | "
-              f"{cost / reference:.2f} |")  # fmt: skip
-    random_accuracy = mean(mean(results[n][i]["correct"] for n in results) for i in ids)
-    random_cost = mean(mean(tokens(results[n][i]) for n in results) for i in ids)
-    print(f"| random plan (expected) | {random_accuracy:.1%} | {random_cost:,.0f} | "
-          f"{random_cost / reference:.2f} |")  # fmt: skip
-    oracle = mean(any(results[n][i]["correct"] for n in results) for i in ids)
-    print(f"| oracle (any plan right) | {oracle:.1%} | - | - |")
-    trained_for = json.loads((args.out / "rm" / "training.json").read_text())["train_seconds"]
-    minutes = (
-        f"this invocation: evaluations {eval_seconds / 60:.1f} min (finished problems are not "
-        f"run again), training {train_seconds / 60:.1f} min; the reward model trained for "
-        f"{trained_for / 60:.1f} min"
-    )
-    print(f"\n{len(splits['train'])} train / {len(ids)} test problems; {minutes}")
+    (out / "report.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
