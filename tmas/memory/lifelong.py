@@ -79,7 +79,7 @@ def retrieval_text(item: Mapping[str, Any]) -> str:
 
     Example:
         >>> retrieval_text({"text": "Work backwards", "provenance": {"problem": "Tom has 3"}})
-        'Work backwards\nTom has 3'
+        'Work backwards\\nTom has 3'
     """
     source = (item.get("provenance") or {}).get("problem") or ""
     return f"{item['text']}\n{source}".strip()
