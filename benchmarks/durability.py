@@ -44,9 +44,7 @@ def ms_per_iteration(mode: str, folder: Path) -> float:
     """One timed SQLite-checkpointed run of TMAS at N=8, M=8."""
     config = TMASConfig(n_candidates=8, n_verifications=8, max_iterations=ITERATIONS)
     conn = connect(folder / f"{mode}-{time.perf_counter_ns()}.sqlite")
-    graph = build_tmas_graph(
-        config, llm=ScriptedChatModel(), checkpointer=open_checkpointer(conn)
-    )
+    graph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=open_checkpointer(conn))
     start = time.perf_counter()
     graph.invoke({"problem": "What is 9 + 9?"}, thread_config("bench", config), durability=mode)
     elapsed = time.perf_counter() - start

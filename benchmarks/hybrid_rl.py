@@ -238,6 +238,8 @@ def main() -> None:
         help="keep only rows with reward spread (tmas train filter)",
     )
     args = parser.parse_args()
+    if args.loop_only and args.loop_problems < 1:
+        parser.error("--loop-only needs --loop-problems N (N >= 1)")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     if args.loop_only:

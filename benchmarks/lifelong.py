@@ -54,7 +54,8 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
     """One in-order evaluation (resumable: a rerun finishes what is missing)."""
     folder = out / ("memory-on" if memory else "memory-off")
     command = [
-        "tmas", "eval", "--data", str(data), "--out", str(folder), "--graph", "tmas",
+        sys.executable, "-m", "tmas.cli", "eval", "--data", str(data), "--out", str(folder),
+        "--graph", "tmas",
         "--model", args.model, "--concurrency", "1", "--db", str(db), "--quiet",
         "-n", str(args.n), "-m", str(args.m), "-t", str(args.t), "--seed", str(args.seed),
         "--max-tokens", str(args.max_tokens),

@@ -40,6 +40,7 @@ from word_problems import ONE_STEP
 from word_problems import generate as easy_problems
 
 from tmas.orchrm.baselines import PlanFeatureModel, PlanPrior
+from tmas.orchrm.choice import tie_break
 from tmas.orchrm.pairs import held_out_problems, read_pairs
 from tmas.orchrm.plan_space import load_plan_space
 
@@ -84,7 +85,8 @@ def outcomes(folders: dict[str, list[Path]]) -> dict[str, dict[str, dict[str, fl
         for folder in runs:
             for line in (folder / "results.jsonl").read_text().splitlines():
                 row = json.loads(line)
-                per_problem[row["id"]].append(row)
+                if row["status"] == "finished":  # as tmas orchrm pairs counts them
+                    per_problem[row["id"]].append(row)
         found[name] = {pid: {"rate": mean(float(r["correct"]) for r in rows),
                              "tokens": mean(r["tokens_in"] + r["tokens_out"] for r in rows)}
                        for pid, rows in per_problem.items()}  # fmt: skip
@@ -98,7 +100,8 @@ def selection(ids: list[str], texts: dict[str, str], plans: list, by_plan: dict,
     picks: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for pid in ids:
         scores = rm.score(texts[pid], [plan.text for plan in plans])
-        chosen = plans[max(range(len(plans)), key=lambda i: scores[i])].name
+        top = [i for i, score in enumerate(scores) if score == max(scores)]
+        chosen = plans[tie_break(top, texts[pid], seed=0)].name  # as --graph auto chooses
         options = {p.name: (by_plan[p.name][pid]["rate"], by_plan[p.name][pid]["tokens"])
                    for p in plans}  # fmt: skip
         picks["reward model"].append(options[chosen])
@@ -149,10 +152,12 @@ def main() -> None:
                 "logistic on plan features": features.accuracy(held_pairs)}  # fmt: skip
     plans = list(load_plan_space(out / "plans.yaml").plans)
     by_plan = outcomes(folders)
-    held_texts = held_out_problems([p["problem"] for p in problems], args.held_out, seed=0)
+    answered = {pid for results in by_plan.values() for pid in results}  # as the CLI splits
+    texts_answered = [p["problem"] for p in problems if p["id"] in answered]
+    held_texts = held_out_problems(texts_answered, args.held_out, seed=0)
     texts = {p["id"]: p["problem"] for p in problems}
-    all_held = [p["id"] for p in problems if p["problem"] in held_texts]
-    train_ids = [p["id"] for p in problems if p["problem"] not in held_texts]
+    all_held = [p["id"] for p in problems if p["id"] in answered and p["problem"] in held_texts]
+    train_ids = [p["id"] for p in problems if p["id"] in answered and p["id"] not in all_held]
     fixed = max(by_plan, key=lambda name: mean(by_plan[name][i]["rate"] for i in train_ids))
     from tmas.orchrm.reward_model import load_reward_model
 

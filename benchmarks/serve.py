@@ -228,8 +228,10 @@ def part_two(latency: float, work: Path, optillm: str | None) -> None:
             consistency = timed_vote(client, "self_consistency-scripted", count_file)
         show_vote("OptiLLM majority_voting (k=4)", voting, latency)
         show_vote("OptiLLM self_consistency (5)", consistency, latency)
-        print(f"wall time over tmas serve's: majority_voting {voting['wall'] / ours['wall']:.2f}, "
-              f"self_consistency {consistency['wall'] / ours['wall']:.2f}")
+        print(
+            f"wall time over tmas serve's: majority_voting {voting['wall'] / ours['wall']:.2f}, "
+            f"self_consistency {consistency['wall'] / ours['wall']:.2f}"
+        )
 
 
 def main() -> None:

@@ -25,14 +25,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-NAMES = ("Tom", "Ana", "Li", "Sara", "Omar", "Maya", "Ben", "Zoe")
-ITEMS = ("apples", "pencils", "stickers", "marbles", "books", "coins", "cards", "shells")
+from word_problems import ITEMS, NAMES, Problem, boxed
 
-Made = tuple[str, int, str]  # problem, answer, worked solution
-
-
-def _boxed(answer: int) -> str:
-    return f"The answer is \\boxed{{{answer}}}."
+Made = Problem  # problem, answer, worked solution
 
 
 def half_together(rng: random.Random, shape: int) -> Made:
@@ -46,7 +41,7 @@ def half_together(rng: random.Random, shape: int) -> Made:
         text = (f"A shop sold {a} {item} on Monday and half as many on Tuesday. "
                 f"How many {item} did it sell on the two days together?")  # fmt: skip
     solution = (f"Half of {a} is {a} / 2 = {a // 2}. Together: {a} + {a // 2} = {a + a // 2}. "
-                + _boxed(a + a // 2))  # fmt: skip
+                + boxed(a + a // 2))  # fmt: skip
     return text, a + a // 2, solution
 
 
@@ -62,7 +57,7 @@ def more_together(rng: random.Random, shape: int) -> Made:
                 f"afternoon. How many {item} did it collect in all?")  # fmt: skip
     b = a + n
     solution = (f"The second amount is {a} + {n} = {b}. Together: {a} + {b} = {a + b}. "
-                + _boxed(a + b))  # fmt: skip
+                + boxed(a + b))  # fmt: skip
     return text, a + b, solution
 
 
@@ -74,14 +69,14 @@ def units(rng: random.Random, shape: int) -> Made:
                 "How long is the rope in centimeters?")  # fmt: skip
         answer = meters * 100 + extra
         solution = (f"{meters} meters is {meters} x 100 = {meters * 100} centimeters. "
-                    f"{meters * 100} + {extra} = {answer}. " + _boxed(answer))  # fmt: skip
+                    f"{meters * 100} + {extra} = {answer}. " + boxed(answer))  # fmt: skip
     else:
         hours, minutes = rng.randint(2, 5), rng.randint(5, 55)
         text = (f"{name} reads for {hours} hours and {minutes} minutes. "
                 "How many minutes does {name} read in all?").replace("{name}", name)  # fmt: skip
         answer = hours * 60 + minutes
         solution = (f"{hours} hours is {hours} x 60 = {hours * 60} minutes. "
-                    f"{hours * 60} + {minutes} = {answer}. " + _boxed(answer))  # fmt: skip
+                    f"{hours * 60} + {minutes} = {answer}. " + boxed(answer))  # fmt: skip
     return text, answer, solution
 
 
@@ -93,7 +88,7 @@ def inclusive(rng: random.Random, shape: int) -> Made:
         text = (f"{name} reads a book from page {start} to page {end}, both pages included. "
                 f"How many pages does {name} read?")  # fmt: skip
         answer = end - start + 1
-        solution = f"Counting both ends: {end} - {start} + 1 = {answer}. " + _boxed(answer)
+        solution = f"Counting both ends: {end} - {start} + 1 = {answer}. " + boxed(answer)
     else:
         gap = rng.choice((2, 3, 4, 5))
         length = gap * rng.randint(3, 12)
@@ -101,7 +96,7 @@ def inclusive(rng: random.Random, shape: int) -> Made:
                 "including a post at each end. How many posts are there?")  # fmt: skip
         answer = length // gap + 1
         solution = (f"{length} / {gap} = {length // gap} gaps, and one more post than gaps: "
-                    f"{length // gap} + 1 = {answer}. " + _boxed(answer))  # fmt: skip
+                    f"{length // gap} + 1 = {answer}. " + boxed(answer))  # fmt: skip
     return text, answer, solution
 
 

@@ -52,9 +52,7 @@ def start_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> Base
     if name == "vllm":
         from tmas.llm.vllm.models import in_process_chat_model
 
-        return in_process_chat_model(
-            model, {}, n_ctx, seed=config.seed, timeout_s=3600, **limits
-        )
+        return in_process_chat_model(model, {}, n_ctx, seed=config.seed, timeout_s=3600, **limits)
     if name == "vllm-server":
         from tmas.llm.vllm.models import server_chat_model
 

@@ -23,7 +23,12 @@ CONTAINERS = ("boxes", "bags", "packs", "jars")
 Problem = tuple[str, int, str]  # text, answer, worked solution
 
 
-def _boxed(answer: int) -> str:
+def boxed(answer: int) -> str:
+    """The closing sentence of a worked solution.
+
+    >>> boxed(7)
+    'The answer is \\\\boxed{7}.'
+    """
     return f"The answer is \\boxed{{{answer}}}."
 
 
@@ -36,7 +41,7 @@ def add(rng: random.Random) -> Problem:
     a, b = rng.randint(2, 9), rng.randint(2, 9)
     name, _, item = _people(rng)
     text = f"{name} has {a} {item}. {name} buys {b} more. How many {item} does {name} have now?"
-    return text, a + b, f"{a} + {b} = {a + b}. " + _boxed(a + b)
+    return text, a + b, f"{a} + {b} = {a + b}. " + boxed(a + b)
 
 
 def subtract(rng: random.Random) -> Problem:
@@ -47,7 +52,7 @@ def subtract(rng: random.Random) -> Problem:
         f"{name} has {a} {item} and gives {b} of them to {other}. "
         f"How many {item} does {name} have left?"
     )
-    return text, a - b, f"{a} - {b} = {a - b}. " + _boxed(a - b)
+    return text, a - b, f"{a} - {b} = {a - b}. " + boxed(a - b)
 
 
 def multiply(rng: random.Random) -> Problem:
@@ -55,7 +60,7 @@ def multiply(rng: random.Random) -> Problem:
     name, _, item = _people(rng)
     box = rng.choice(CONTAINERS)
     text = f"{name} has {a} {box} with {b} {item} in each. How many {item} does {name} have?"
-    return text, a * b, f"{a} x {b} = {a * b}. " + _boxed(a * b)
+    return text, a * b, f"{a} x {b} = {a * b}. " + boxed(a * b)
 
 
 def half(rng: random.Random) -> Problem:
@@ -65,7 +70,7 @@ def half(rng: random.Random) -> Problem:
         f"{name} has {a} {item}. {other} has half as many {item} as {name}. "
         f"How many {item} does {other} have?"
     )
-    return text, a // 2, f"Half of {a} is {a} / 2 = {a // 2}. " + _boxed(a // 2)
+    return text, a // 2, f"Half of {a} is {a} / 2 = {a // 2}. " + boxed(a // 2)
 
 
 def more_than(rng: random.Random) -> Problem:
@@ -75,7 +80,7 @@ def more_than(rng: random.Random) -> Problem:
         f"{name} has {a} {item}. {other} has {n} more {item} than {name}. "
         f"How many {item} does {other} have?"
     )
-    return text, a + n, f"{a} + {n} = {a + n}. " + _boxed(a + n)
+    return text, a + n, f"{a} + {n} = {a + n}. " + boxed(a + n)
 
 
 def more_than_total(rng: random.Random) -> Problem:
@@ -86,7 +91,7 @@ def more_than_total(rng: random.Random) -> Problem:
         f"How many {item} do they have together?"
     )
     solution = f"The second has {a} + {n} = {a + n}. Together: {a} + {a + n} = {2 * a + n}. "
-    return text, a + (a + n), solution + _boxed(2 * a + n)
+    return text, a + (a + n), solution + boxed(2 * a + n)
 
 
 def half_total(rng: random.Random) -> Problem:
@@ -97,7 +102,7 @@ def half_total(rng: random.Random) -> Problem:
         f"How many {item} do they have together?"
     )
     solution = f"Half of {a} is {a // 2}. Together: {a} + {a // 2} = {a + a // 2}. "
-    return text, a + a // 2, solution + _boxed(a + a // 2)
+    return text, a + a // 2, solution + boxed(a + a // 2)
 
 
 def packs_minus(rng: random.Random) -> Problem:
@@ -110,7 +115,7 @@ def packs_minus(rng: random.Random) -> Problem:
         f"{other}. How many {item} does {name} have left?"
     )
     solution = f"{k} x {m} = {k * m}, and {k * m} - {g} = {k * m - g}. "
-    return text, k * m - g, solution + _boxed(k * m - g)
+    return text, k * m - g, solution + boxed(k * m - g)
 
 
 KINDS: dict[str, Callable[[random.Random], Problem]] = {

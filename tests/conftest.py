@@ -15,6 +15,7 @@ from tmas.testing.postgres_server import TemporaryPostgres, server_bin_dir
 
 INSTALL_HINT = "or run bash .ci/run, which installs everything the tests need"
 
+
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[TemporaryPostgres]:
     """A private PostgreSQL server for the whole session, from the system's server binaries;

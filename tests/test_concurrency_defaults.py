@@ -50,8 +50,9 @@ def test_the_durability_setting_decides_when_checkpoints_are_written(tmp_path: P
     with FakeOpenAIServer() as server:
         solve(server, tmp_path / "sync.sqlite")
         solve(server, tmp_path / "exit.sqlite", "--set", "durability=exit")
-    every_step, at_exit = checkpoints_of(tmp_path / "sync.sqlite"), checkpoints_of(
-        tmp_path / "exit.sqlite"
+    every_step, at_exit = (
+        checkpoints_of(tmp_path / "sync.sqlite"),
+        checkpoints_of(tmp_path / "exit.sqlite"),
     )
     assert every_step > 5 and at_exit == 1  # one checkpoint per step, or the last one only
     bad = CliRunner().invoke(app, ["solve", "x", "--set", "durability=sometimes"], env={})

@@ -23,8 +23,9 @@ def links(page: Path) -> list[str]:
 def anchors(page: Path) -> set[str]:
     """The anchors of ``page``'s headings, as GitHub makes them."""
     found = set()
-    for heading in re.findall(r"^#+\s+(.*)$", FENCE.sub("", page.read_text(encoding="utf-8")),
-                              re.M):
+    for heading in re.findall(
+        r"^#+\s+(.*)$", FENCE.sub("", page.read_text(encoding="utf-8")), re.M
+    ):
         slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
         found.add(slug)
     return found

@@ -67,9 +67,7 @@ def run_recipe(letter: str, folder: Path, env_extra: dict[str, str]) -> list[str
     recipe = recipes()[letter]
     for name, text in recipe.files.items():
         (folder / name).write_text(text, encoding="utf-8")
-    env = {
-        key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "TMAS_DB")
-    }
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "TMAS_DB")}
     env.update(
         TMAS_HOME=str(folder / "home"),
         PATH=f"{Path(tmas_bin()).parent}{os.pathsep}{env.get('PATH', '')}",
@@ -177,8 +175,9 @@ def test_a_built_in_prompt_overridden_from_a_file(
     solver = {text for role, text in systems if role == "solver"}
     assert solver and all(text.startswith("You are a meticulous competition") for text in solver)
     assert all("\\boxed{answer}" in text for text in solver)  # {{ }} is a literal brace
-    assert any(role == "verifier" and text.startswith("You are a strict grader") for role, text
-               in systems)
+    assert any(
+        role == "verifier" and text.startswith("You are a strict grader") for role, text in systems
+    )
     assert "solver/system" in show_output and "meticulous competition" in show_output
 
 
@@ -207,9 +206,27 @@ def test_a_planner_repairs_the_best_rollout_when_the_loop_goes_on(
     env = {**os.environ, "TMAS_HOME": str(tmp_path / "home"), **served}
     env.pop("PYTHONPATH", None)
     done = subprocess.run(
-        [tmas_bin(), "solve", "What is 7 + 8?", "--graph", "tmas_repair_best.yaml",
-         "--plugin", "best_first", "-n", "4", "-m", "1", "-t", "2", "--quiet", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True,
+        [
+            tmas_bin(),
+            "solve",
+            "What is 7 + 8?",
+            "--graph",
+            "tmas_repair_best.yaml",
+            "--plugin",
+            "best_first",
+            "-n",
+            "4",
+            "-m",
+            "1",
+            "-t",
+            "2",
+            "--quiet",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     state = json.loads(done.stdout)

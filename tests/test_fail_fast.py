@@ -66,9 +66,7 @@ def test_a_rejected_key_stops_the_run_at_once_and_resume_finishes_it(tmp_path: P
 
         fixed = cli("resume", "r1", "--db", str(db), "--quiet", env={"TMAS_API_KEY": "secret"})
         assert fixed.exit_code == 0, fixed.output
-        solver_calls = [
-            r for r in main.requests if r["tmas"]["role"] == "solver"
-        ]
+        solver_calls = [r for r in main.requests if r["tmas"]["role"] == "solver"]
         assert len(solver_calls) == 4  # 2 per iteration: none of iteration 1 made again
         assert judge.request_count == 2 * 2 * 2
         assert status_of(db) == "finished"

@@ -47,7 +47,9 @@ def test_langgraph_dev_serves_and_runs_the_bundled_topologies(tmp_path: Path) ->
         server = subprocess.Popen(
             [str(cli), "dev", "--no-browser", "--no-reload", "--port", str(port)],
             cwd=tmp_path,  # where the server keeps its own files, outside the repository
-            env=env, stdout=log, stderr=subprocess.STDOUT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         try:
             client = get_sync_client(url=f"http://127.0.0.1:{port}")

@@ -11,8 +11,20 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "tmas"
 LAYOUT_PAGE = PACKAGE.parent / "docs" / "architecture.md"
 LAYERS = {
-    "answers", "cli", "eval", "graphs", "lifecycle", "llm", "memory", "nodes", "orchrm",
-    "serve", "storage", "testing", "training", "views",
+    "answers",
+    "cli",
+    "eval",
+    "graphs",
+    "lifecycle",
+    "llm",
+    "memory",
+    "nodes",
+    "orchrm",
+    "serve",
+    "storage",
+    "testing",
+    "training",
+    "views",
 }
 
 

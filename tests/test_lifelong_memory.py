@@ -67,8 +67,11 @@ def test_retrieval_ranks_by_relevance_and_near_duplicates_reinforce() -> None:
 def test_caps_keep_the_most_reinforced_and_used_items() -> None:
     clock = iter(range(100))
     memory = LifelongMemory(InMemoryStore(), "m", cap=3, clock=lambda: next(clock))
-    texts = ("Pitfall: forgetting to carry the one", "Pitfall: mixing up hours and minutes",
-             "Pitfall: counting the fence posts, not the gaps")
+    texts = (
+        "Pitfall: forgetting to carry the one",
+        "Pitfall: mixing up hours and minutes",
+        "Pitfall: counting the fence posts, not the gaps",
+    )
     memory.admit("r1", "p", [item(text, 0.9, source=i) for i, text in enumerate(texts)])
     first = memory.items()[0]["id"]
     memory.mark_used("r2", [first])

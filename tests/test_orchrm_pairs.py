@@ -141,7 +141,12 @@ def test_a_long_problem_is_shortened_in_the_middle_and_the_plan_is_never_cut(tok
 
 
 class EqualScores:
-    """A scorer that cannot tell plans apart."""
+    """A scorer that cannot tell plans apart (and reads plans up to 1,000 characters)."""
+
+    max_length = 1000
+
+    def fits(self, plan: str) -> bool:
+        return len(plan) <= self.max_length
 
     def score(self, problem: str, plans: list[str]) -> list[float]:
         return [0.5] * len(plans)
@@ -180,3 +185,33 @@ def test_plan_only_baselines_learn_a_prior_and_nothing_that_depends_on_the_probl
     # where the winner depends on the problem, a plan-only model is at chance
     mixed = [{"chosen": COT.text, "rejected": five}, {"chosen": five, "rejected": COT.text}]
     assert prior.accuracy(mixed) == features.accuracy(mixed) == 0.5
+
+
+def test_a_cheaper_plan_right_less_often_never_wins_on_cost() -> None:
+    worse = runs(COT, [True, True, False], tokens=100) + runs(VOTE, [True, True, True], tokens=400)
+    assert problem_pairs(worse, cheaper=True) == []  # 2/3 against 3/3: within the margin
+
+
+class ReadsOnlyCot(EqualScores):
+    """A scorer whose length limit leaves no room beside the vote3 plan."""
+
+    def fits(self, plan: str) -> bool:
+        return "n_candidates: 3" not in plan
+
+
+def test_a_plan_too_long_to_score_is_rejected_not_cut_and_the_rest_are_scored(
+    tmp_path: Path,
+) -> None:
+    space = plan_space_from_data({"plans": [
+        {"name": "cot", "graph": "majority_vote", "settings": {"n_candidates": 1}},
+        {"name": "vote3", "graph": "majority_vote", "settings": {"n_candidates": 3}}]})  # fmt: skip
+    folder = tmp_path / "rm"
+    folder.mkdir()
+    record = {"input_format": 1, "base_model": "smollm2",
+              "plans": {p.digest: p.name for p in space.plans}}  # fmt: skip
+    (folder / RM_RECORD).write_text(json.dumps(record))
+    chooser = PlanChooser(str(folder), space=space, _scorer=ReadsOnlyCot())  # type: ignore[arg-type]
+    choice = chooser.choose("What is 2 + 2?")
+    assert choice.chosen.name == "cot"
+    [rejected] = [c for c in choice.candidates if c.rejected]
+    assert rejected.name == "vote3" and "longer than the reward model reads" in rejected.rejected

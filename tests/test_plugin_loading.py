@@ -69,9 +69,24 @@ def project(tmp_path: Path) -> Path:
 def test_a_module_beside_the_user_loads_by_name(project: Path, tmp_path: Path) -> None:
     with FakeOpenAIServer() as server:
         done = tmas_command(
-            "solve", "What is 9 + 9?", "--graph", "shouted_here.yaml", "--plugin",
-            "shouting_here", "--base-url", server.base_url, "--model", "scripted", "-n", "2",
-            "-t", "1", "--quiet", "--json", cwd=project, home=tmp_path / "home",
+            "solve",
+            "What is 9 + 9?",
+            "--graph",
+            "shouted_here.yaml",
+            "--plugin",
+            "shouting_here",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "-t",
+            "1",
+            "--quiet",
+            "--json",
+            cwd=project,
+            home=tmp_path / "home",
         )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["final_answer"].endswith(" APPLES!")
@@ -89,10 +104,27 @@ def test_a_plugin_run_resumes_from_anywhere(
     # the server answers iteration 1 (2 calls), then refuses: the run stops, resumable
     with FakeOpenAIServer(max_requests=2) as server:
         first = tmas_command(
-            "solve", "What is 9 + 9?", "--graph", graph, "--plugin", plugin,
-            "--base-url", server.base_url, "--model", "scripted",
-            "-n", "2", "-t", "2", "--set", "max_retries=0", "--run-id", "loud", "--quiet",
-            cwd=project, home=home,
+            "solve",
+            "What is 9 + 9?",
+            "--graph",
+            graph,
+            "--plugin",
+            plugin,
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "-n",
+            "2",
+            "-t",
+            "2",
+            "--set",
+            "max_retries=0",
+            "--run-id",
+            "loud",
+            "--quiet",
+            cwd=project,
+            home=home,
         )
     assert first.returncode == 1, first.stdout + first.stderr
     assert "every solver call of iteration 2 failed" in first.stderr
@@ -107,8 +139,14 @@ def test_a_plugin_run_resumes_from_anywhere(
     elsewhere.mkdir()
     with FakeOpenAIServer() as server:
         resumed = tmas_command(
-            "resume", "loud", "--base-url", server.base_url, "--json", "--quiet",
-            cwd=elsewhere, home=home,
+            "resume",
+            "loud",
+            "--base-url",
+            server.base_url,
+            "--json",
+            "--quiet",
+            cwd=elsewhere,
+            home=home,
         )
         assert server.request_count == 2  # only iteration 2's calls
     assert resumed.returncode == 0, resumed.stderr
@@ -118,11 +156,15 @@ def test_a_plugin_run_resumes_from_anywhere(
 
 def test_a_missing_plugin_file_is_one_clear_error(project: Path, tmp_path: Path) -> None:
     done = tmas_command(
-        "solve", "What is 9 + 9?", "--graph", "shouted.yaml", "--plugin", "./nope/missing.py",
-        cwd=project, home=tmp_path / "home",
+        "solve",
+        "What is 9 + 9?",
+        "--graph",
+        "shouted.yaml",
+        "--plugin",
+        "./nope/missing.py",
+        cwd=project,
+        home=tmp_path / "home",
     )
     assert done.returncode == 2
-    assert "cannot import plugin './nope/missing.py': no such file" in " ".join(
-        done.stderr.split()
-    )
+    assert "cannot import plugin './nope/missing.py': no such file" in " ".join(done.stderr.split())
     assert not (tmp_path / "home" / "runs.sqlite").exists()

@@ -151,8 +151,9 @@ def test_solve_resume_and_fork_from_python(tmp_path: Path) -> None:
 
 def test_a_run_is_resumed_from_python_with_the_model_passed_again(tmp_path: Path) -> None:
     db = tmp_path / "runs.sqlite"
-    stopped = tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db, config=SMALL, run_id="x",
-                         review=lambda state: None)  # pause after iteration 1
+    stopped = tmas.solve(
+        PROBLEM, llm=ScriptedChatModel(), db=db, config=SMALL, run_id="x", review=lambda state: None
+    )  # pause after iteration 1
     assert stopped.paused and len(stopped.history) == 1
     with pytest.raises(tmas.CustomModelError, match="passed from Python"):
         tmas.resume("x", db=db)  # its model cannot be rebuilt from the saved settings
@@ -164,8 +165,14 @@ def test_a_run_is_resumed_from_python_with_the_model_passed_again(tmp_path: Path
 
 def test_the_command_line_refuses_to_resume_a_run_of_a_python_model(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="py",
-               review=lambda state: None)
+    tmas.solve(
+        PROBLEM,
+        llm=ScriptedChatModel(),
+        db=db_path(home),
+        config=SMALL,
+        run_id="py",
+        review=lambda state: None,
+    )
     before = digest(db_path(home))
     for args, call in (
         (["resume", "py"], "tmas.resume('py', llm=MODEL)"),
@@ -186,11 +193,26 @@ def test_the_command_line_shows_a_finished_run_of_a_python_model_and_moves_one_t
     tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="done")
     shown = invoke(home, "resume", "done", "--json")
     assert shown.exit_code == 0 and json.loads(shown.output)["final_answer"] == "18"
-    tmas.solve(PROBLEM, llm=ScriptedChatModel(), db=db_path(home), config=SMALL, run_id="half",
-               review=lambda state: None)
+    tmas.solve(
+        PROBLEM,
+        llm=ScriptedChatModel(),
+        db=db_path(home),
+        config=SMALL,
+        run_id="half",
+        review=lambda state: None,
+    )
     with FakeOpenAIServer() as server:
-        moved = invoke(home, "resume", "half", "--base-url", server.base_url, "--model",
-                       "scripted", "--json", "--quiet")
+        moved = invoke(
+            home,
+            "resume",
+            "half",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "scripted",
+            "--json",
+            "--quiet",
+        )
         assert moved.exit_code == 0, moved.output
         assert server.request_count == 2 + 2 + 2 * 3  # iteration 2: N solve, N x M, 3 N
     storage = open_storage(db_path(home))
@@ -203,15 +225,29 @@ def test_the_command_line_shows_a_finished_run_of_a_python_model_and_moves_one_t
 def test_evaluate_from_python_writes_what_tmas_eval_writes(tmp_path: Path) -> None:
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
     out = tmp_path / "eval"
-    summary = tmas.evaluate("gsm8k", limit=2, topology="majority_vote", llm=model, out_dir=out,
-                            config={"n_candidates": 2}, db=tmp_path / "runs.sqlite")
+    summary = tmas.evaluate(
+        "gsm8k",
+        limit=2,
+        topology="majority_vote",
+        llm=model,
+        out_dir=out,
+        config={"n_candidates": 2},
+        db=tmp_path / "runs.sqlite",
+    )
     assert summary["problems"] == 2
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert [row["selection"] for row in rows] == ["majority_last", "majority_last"]
     assert json.loads((out / "summary.json").read_text())["graph"] == "majority_vote"
     calls = sum(model.calls.values())
-    again = tmas.evaluate("gsm8k", limit=2, topology="majority_vote", llm=model, out_dir=out,
-                          config={"n_candidates": 2}, db=tmp_path / "runs.sqlite")
+    again = tmas.evaluate(
+        "gsm8k",
+        limit=2,
+        topology="majority_vote",
+        llm=model,
+        out_dir=out,
+        config={"n_candidates": 2},
+        db=tmp_path / "runs.sqlite",
+    )
     assert sum(model.calls.values()) == calls and again["accuracy"] == summary["accuracy"]
 
 

@@ -18,8 +18,9 @@ README = ROOT / "README.md"
 
 
 def blocks(language: str) -> list[str]:
-    return re.findall(rf"^```{language}\n(.*?)^```", README.read_text(encoding="utf-8"),
-                      re.S | re.M)
+    return re.findall(
+        rf"^```{language}\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M
+    )
 
 
 def test_the_readme_is_short() -> None:
@@ -39,8 +40,14 @@ def test_ci_runs_the_readme_test_command() -> None:
     """CI runs ``.ci/run``, which installs the Debian packages the tests need and then runs
     ruff, the import contracts and the whole suite."""
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    for needed in ("postgresql", "chromium", "sudo", "ruff check .", "lint-imports",
-                   "python -m pytest"):
+    for needed in (
+        "postgresql",
+        "chromium",
+        "sudo",
+        "ruff check .",
+        "lint-imports",
+        "python -m pytest",
+    ):
         assert needed in script, needed
 
 
@@ -52,10 +59,17 @@ def test_the_python_example_runs_as_written(tmp_path: Path) -> None:
     (tmp_path / "example.py").write_text(example, encoding="utf-8")
     with FakeOpenAIServer() as server:
         env = {key: value for key, value in os.environ.items() if key != "TMAS_DB"}
-        env.update(TMAS_BASE_URL=server.base_url, TMAS_MODEL="scripted",
-                   TMAS_HOME=str(tmp_path / "home"))
-        done = subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=300)
+        env.update(
+            TMAS_BASE_URL=server.base_url, TMAS_MODEL="scripted", TMAS_HOME=str(tmp_path / "home")
+        )
+        done = subprocess.run(
+            [sys.executable, "example.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert done.returncode == 0, done.stderr
     first, second = done.stdout.splitlines()
     assert re.search(r" \[[01]\.0, [01]\.0\]$", first), first  # Pass@1 of both iterations

@@ -166,8 +166,11 @@ def test_a_server_offering_two_specs_with_the_same_role_name_keeps_them_apart(
     try:
         for name in ("one", "two", "one"):
             service.complete_sync(
-                {"model": name, "n_candidates": 1, "messages": [{"role": "user",
-                 "content": PROBLEM}]}  # fmt: skip
+                {
+                    "model": name,
+                    "n_candidates": 1,
+                    "messages": [{"role": "user", "content": PROBLEM}],
+                }  # fmt: skip
             )
     finally:
         service.close()

@@ -73,13 +73,19 @@ def spec(**changes: Any) -> dict[str, Any]:
             {"id": "start", "type": "start_iteration", "params": {"planner": "test_follow_last"}},
             {"id": "solve", "type": "solve"},
             {"id": "mark", "type": "test_mark_iteration"},
-            {"id": "record", "type": "record_iteration",
-             "params": {"selection": "test_last_as_answer"}},  # fmt: skip
+            {
+                "id": "record",
+                "type": "record_iteration",
+                "params": {"selection": "test_last_as_answer"},
+            },  # fmt: skip
         ],
         "edges": [
             {"from": "START", "to": "start"},
-            {"from": "start", "to": "solve",
-             "fanout": {"tasks": "solver_tasks", "with": {"marks": "marks"}}},  # fmt: skip
+            {
+                "from": "start",
+                "to": "solve",
+                "fanout": {"tasks": "solver_tasks", "with": {"marks": "marks"}},
+            },  # fmt: skip
             {"from": "solve", "to": "mark"},
             {"from": "mark", "to": "record"},
             {"from": "record", "to": "start", "until": ["run_finished", "test_three_logged"]},

@@ -176,7 +176,7 @@ def test_start_failures_become_one_line(log: str, expected: str) -> None:
 
 def test_engine_args_from_the_command_line() -> None:
     assert engine_args(
-        ["max-num-seqs=4", "enforce_eager=true", "limit_mm_per_prompt={\"image\": 0}"],
+        ["max-num-seqs=4", "enforce_eager=true", 'limit_mm_per_prompt={"image": 0}'],
         gpu_memory_utilization=0.4,
         tensor_parallel_size=2,
         dtype="bfloat16",

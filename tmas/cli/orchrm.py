@@ -69,10 +69,11 @@ def pairs(
     if not found.train:
         fail(f"no pairs: no training problem has plans whose success rates differ by "
              f"{success_margin} ({json.dumps(found.report)})", 1)  # fmt: skip
-    written = [(out_path, found.train)] + (
-        [(held_out_path, found.held_out)] if found.held_out else []
-    )
-    for path, rows in written:
+    for path, rows in ((out_path, found.train), (held_out_path, found.held_out)):
+        if not rows:  # no held-out pairs: no file, and none left from an earlier run
+            path.unlink(missing_ok=True)
+            err.print(f"0 pairs: {path} not written", markup=False)
+            continue
         text = "".join(json.dumps(row) + "\n" for row in rows)
         try:
             replace_atomically(path, lambda temporary, text=text: temporary.write_text(text))

@@ -144,7 +144,9 @@ def role_models(config: TMASConfig, backend: BackendSpec, roles: RoleBook) -> di
         override = config.roles.get(role) or config.roles.get(roles.model_key(role))
         model = (override.model if override else None) or backend.model or "default"
         url = (override.base_url if override else None) or backend.base_url
-        models[role] = f"{backend.kind}:{model}" + (f" @ {url}" if url else "")
+        adapter = (override.adapter if override else None) or backend.adapter
+        models[role] = (f"{backend.kind}:{model}" + (f" @ {url}" if url else "")
+                        + (f" + {adapter}" if adapter and adapter != "none" else ""))  # fmt: skip
     return models
 
 

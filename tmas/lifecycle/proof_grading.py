@@ -2,9 +2,10 @@
 unless ``--role-model proof_judge=...`` gives it its own; prompt ``judge/proof_rubric``) scores
 each candidate of the last iteration against the run's reference proof. Pass@1 is the share of
 the candidates judged correct, over every candidate: a judgement that failed counts as not
-passed, as a failed solver call does in numeric mode; ``pass_at_1_judged`` leaves those out and
-``judge_failures`` counts them. The run's grade is the chosen proof's. A judge call that fails
-leaves that grade unknown and says why.
+passed, as a failed solver call does in numeric mode; ``pass_at_1_judged`` leaves out both
+(failed judgements and candidates without a proof, like ``pass_at_1_answered``), and
+``judge_failures`` counts the failed judgements, the chosen proof's own included. The run's
+grade is the chosen proof's. A judge call that fails leaves that grade unknown and says why.
 """
 
 from __future__ import annotations
@@ -96,13 +97,15 @@ def grade_proof_run(
     grades = []
     for candidate in candidates:
         if failed(candidate) or not candidate.get("text", "").strip():
-            grades.append({"index": candidate["index"], "verdict": "incorrect", "score": 0.0})
+            grades.append({"index": candidate["index"], "verdict": "incorrect", "score": 0.0,
+                           "no_proof": True})  # fmt: skip
             continue
         index = candidate["index"]
         call = judge_call(config, state["problem"], reference, candidate["text"], index, prompts)
         grades.append({"index": candidate["index"], **grade_one(router, call)})
-    judged = [g for g in grades if g["verdict"] != "unknown"]
+    judged = [g for g in grades if g["verdict"] != "unknown" and not g.get("no_proof")]
     passed = sum(g["verdict"] == "correct" for g in judged)
+    failures = sum(g["verdict"] == "unknown" for g in grades)
     final = None
     if chosen is not None:
         same = [
@@ -116,6 +119,8 @@ def grade_proof_run(
         }  # fmt: skip
     return {"candidates": grades, "pass_at_1": passed / len(grades) if grades else None,
             "pass_at_1_judged": passed / len(judged) if judged else None,
-            "judge_failures": len(grades) - len(judged), "final": final,
+            "judge_failures": failures + (final is not None and final not in grades
+                                          and final["verdict"] == "unknown"),
+            "final": final,
             "correct": None if final is None or final["verdict"] == "unknown"
             else final["verdict"] == "correct"}  # fmt: skip

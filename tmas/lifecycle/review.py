@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 BANKS = ("experience_bank", "guideline_bank")
-EXPERIENCE_KINDS = ("conclusion", "pitfall", "note")
+EXPERIENCE_KINDS = ("conclusion", "pitfall", "note", "strategy")  # strategy: a memory lesson
+KEPT_AS_THEY_ARE = ("origin", "provenance")  # where a remembered lesson comes from
 
 
 class BankEditError(ValueError):
@@ -50,6 +51,7 @@ def _item(raw: Any, bank: str, position: int, iteration: int) -> dict[str, Any]:
         if kind not in EXPERIENCE_KINDS:
             raise BankEditError(f"{where}: kind must be one of {', '.join(EXPERIENCE_KINDS)}")
         item["kind"] = kind
+    item.update({key: raw[key] for key in KEPT_AS_THEY_ARE if key in raw})
     return item
 
 

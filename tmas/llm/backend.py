@@ -10,7 +10,7 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tmas.config import TMASConfig
+from tmas.config import RoleModel, TMASConfig
 from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
@@ -302,13 +302,16 @@ def _client_budget(config: TMASConfig, role: Role) -> int:
 
 
 def _role_adapter_model(
-    spec: BackendSpec, config: TMASConfig, role: Role, adapter: str
+    spec: BackendSpec, config: TMASConfig, role: Role, settings: RoleModel
 ) -> BaseChatModel:
-    """The hf model of a role with its own adapter (``none``: the base weights)."""
-    if spec.kind != "hf":
-        raise ValueError(f"the {role} role's adapter needs the hf backend, not {spec.kind}")
-    own = None if adapter == "none" else adapter
-    return make_main_model(spec.model_copy(update={"adapter": own}).resolved(), config)
+    """The hf model of a role with its own adapter (``none``: the base weights), on the role's
+    own model when it names one."""
+    if spec.kind != "hf" or settings.base_url is not None:
+        served = "a served model" if settings.base_url is not None else spec.kind
+        raise ValueError(f"the {role} role's adapter needs the hf backend, not {served}")
+    own = None if settings.adapter == "none" else settings.adapter
+    update = {"adapter": own, "model": settings.model or spec.model}
+    return make_main_model(spec.model_copy(update=update).resolved(), config)
 
 
 def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
@@ -323,7 +326,7 @@ def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
     overrides: dict[Role, BaseChatModel] = {}
     for role, settings in config.roles.items():
         if settings.adapter is not None:
-            overrides[role] = _role_adapter_model(spec, config, role, settings.adapter)
+            overrides[role] = _role_adapter_model(spec, config, role, settings)
             continue
         if settings.base_url is None and settings.model is None:
             continue

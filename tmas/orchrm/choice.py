@@ -161,13 +161,25 @@ class PlanChooser:
         are drawn between by the seed and the problem (not the earlier one each time), and
         the choice records them."""
         plans, rejected = self._candidates(problem)
-        scores = self.scorer().score(problem, [plan.text for plan in plans])
         source = "plan space" if self.space is not None else "orchestrator"
+        scorer = self.scorer()
+        length = scorer.max_length
+        rejected += [
+            Candidate(p.name, p.digest, p.text, source,
+                      rejected=f"longer than the reward model reads ({length} tokens)")
+            for p in plans if not scorer.fits(p.text)
+        ]  # fmt: skip
+        plans = [p for p in plans if scorer.fits(p.text)]
+        if not plans:
+            raise PlanError(f"every candidate plan is longer than the reward model reads "
+                            f"({length} tokens with the problem); nothing was run")  # fmt: skip
+        scores = scorer.score(problem, [plan.text for plan in plans])
         scored = [
             Candidate(p.name, p.digest, p.text, source, score=s)
             for p, s in zip(plans, scores, strict=True)
         ]
-        best = tie_break([i for i, s in enumerate(scores) if s == max(scores)], problem, self.seed)
-        tied = tuple(plans[i].name for i, s in enumerate(scores) if s == max(scores))
+        top = [i for i, s in enumerate(scores) if s == max(scores)]
+        best = tie_break(top, problem, self.seed)
+        tied = tuple(plans[i].name for i in top)
         return PlanChoice(plans[best], tuple(scored + rejected), self.record["folder"],
                           tied if len(tied) > 1 else ())  # fmt: skip

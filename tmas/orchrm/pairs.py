@@ -6,7 +6,8 @@ problems the plan solved and at what cost. Several folders of one plan (run at o
 are several runs of it: a plan's record on a problem is its success rate over its runs. For
 each problem, a plan beats another when its success rate is higher by at least a margin
 (``correct-over-incorrect``; with one run each, right beats wrong); optionally, of two plans
-right equally often (and in at least half their runs), the clearly cheaper one beats the other
+right equally often (the same success rate, at least one half), the clearly cheaper one beats
+the other
 (``cheaper-over-costlier``). Problems are split into training and held-out ones before any
 pair is made, so no problem is on both sides. Pairs are only built across evaluations made on
 the same models, of the same problems (same text and gold).
@@ -234,6 +235,11 @@ def pair_row(winner: PlanRecord, loser: PlanRecord, source: str) -> dict[str, An
     return row
 
 
+def same_rate(first: PlanRecord, second: PlanRecord) -> bool:
+    """Whether two plans were right equally often (exactly, whatever their run counts)."""
+    return first.successes * second.runs == second.successes * first.runs
+
+
 def problem_pairs(
     outcomes: list[Outcome],
     cheaper: bool = False,
@@ -241,8 +247,8 @@ def problem_pairs(
     success_margin: float = 0.5,
 ) -> list[dict[str, Any]]:
     """The pairs of one problem: a plan over another whose success rate is lower by at least
-    ``success_margin``; with ``cheaper``, of two plans whose rates differ by less and that were
-    right in at least half their runs, the one using at least ``margin`` fewer tokens."""
+    ``success_margin``; with ``cheaper``, of two plans right equally often (the same rate, at
+    least one half), the one using at least ``margin`` fewer tokens."""
     records = plan_records(outcomes)
     pairs = []
     for winner in records:
@@ -252,9 +258,9 @@ def problem_pairs(
             gap = winner.rate - loser.rate
             if gap >= success_margin - 1e-9:
                 pairs.append(pair_row(winner, loser, CORRECT_OVER_INCORRECT))
-            elif (cheaper and abs(gap) < success_margin and min(winner.rate, loser.rate) >= 0.5
-                  and winner.tokens <= loser.tokens * (1 - margin)):  # fmt: skip
-                pairs.append(pair_row(winner, loser, CHEAPER_OVER_COSTLIER))
+            elif cheaper and same_rate(winner, loser) and winner.rate >= 0.5:
+                if winner.tokens <= loser.tokens * (1 - margin):
+                    pairs.append(pair_row(winner, loser, CHEAPER_OVER_COSTLIER))
     return pairs
 
 

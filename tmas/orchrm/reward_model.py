@@ -139,6 +139,12 @@ class PlanRewardModel:
     batch_size: int = 4
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def fits(self, plan: str) -> bool:
+        """Whether ``plan`` leaves room for a problem in ``max_length`` tokens (plans are never
+        cut: one that does not fit cannot be scored)."""
+        room = self.max_length - _input_length(self.tokenizer, ELISION, plan)
+        return room >= MIN_PROBLEM_TOKENS
+
     def score(self, problem: str, plans: list[str]) -> list[float]:
         """One score per plan text for ``problem`` (higher: more likely to solve it)."""
         import torch

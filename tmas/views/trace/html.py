@@ -206,8 +206,8 @@ def _memory(trace: RunTrace) -> str:
     name = esc(trace.config.get("memory") or "")
     return (
         f'<div class="memory-items">started with {len(trace.memory_items)} lessons of memory '
-        f"<code>{name}</code>, shown in first-iteration and exploit prompts (never in the "
-        f"explore prompt's list of strategies to avoid):<ul>{items}</ul></div>"
+        f"<code>{name}</code>, shown in the prompts that read experiences (first-iteration, "
+        f"exploit; never the explore prompt's list of strategies to avoid):<ul>{items}</ul></div>"
     )
 
 
