@@ -118,3 +118,24 @@ def test_a_second_run_shows_remembered_strategies_as_lessons_only(tmp_path: Path
     # what explore avoids is what this run's own attempts used: no remembered lesson
     assert not any("on a similar problem" in c.user for c in explore)
     assert not [g for g in second.state["guideline_bank"] if g.get("origin") == "memory"]
+
+
+def test_editing_a_paused_runs_banks_keeps_its_remembered_lessons() -> None:
+    from tmas.lifecycle.review import banks_as_json, banks_from_json
+
+    lesson = as_bank_item(remembered("guideline", "strategy", STRATEGY))
+    edited = banks_from_json(banks_as_json({"experience_bank": [lesson]}), iteration=2)
+    [kept] = edited["experience_bank"]
+    assert kept["kind"] == "strategy" and kept["origin"] == "memory"
+    assert kept["provenance"]["problem"] == SOURCE and kept["text"] == lesson["text"]
+
+
+def test_a_role_with_its_own_adapter_says_so_in_the_run_header() -> None:
+    from tmas.config import RoleModel
+    from tmas.graphs.run_plan import role_models
+    from tmas.roles import RoleBook
+
+    config = TMASConfig(roles={"judger": RoleModel(adapter="/adapters/judger")})
+    models = role_models(config, BackendSpec(kind="hf", model="smollm2"), RoleBook.registered())
+    assert models["judger"] == "hf:smollm2 + /adapters/judger"
+    assert models["solver"] == "hf:smollm2"
