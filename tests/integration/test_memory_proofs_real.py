@@ -10,7 +10,7 @@ import pytest
 from tmas.config import RoleModel, TMASConfig
 from tmas.eval.data import load_problems
 from tmas.lifecycle.manager import RunManager
-from tmas.lifecycle.memory_runs import proposals_of
+from tmas.lifecycle.memory_runs import lesson_text, proposals_of
 from tmas.llm.backend import BackendSpec
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import open_storage
@@ -60,10 +60,13 @@ def test_memory_seeds_a_smollm2_run_and_keeps_its_checked_items(tmp_path: Path) 
             show_progress=False,
         ).state  # fmt: skip
         items = memory.items()
+        [memory_item] = [i for i in items if i["provenance"]["run_id"] == "earlier"]
     finally:
         storage.close()
     seeded = [e for e in state["experience_bank"] if e.get("origin") == "memory"]
-    assert [e["text"] for e in seeded] == [lesson]  # the run started from the memory
+    assert len(seeded) == 1 and seeded[0]["kind"] == "pitfall"  # started from the memory
+    assert seeded[0]["text"] == lesson_text(memory_item)  # offered as a lesson with its source
+    assert seeded[0]["text"].startswith('A pitfall met on a similar problem ("Ann has 2 apples')
     assert state["candidates"][0]["experience_ids"] == [seeded[0]["id"]]  # shown to solvers
     earlier = next(i for i in items if i["provenance"]["run_id"] == "earlier")
     assert earlier["uses"] == 1 and earlier["used_by"] == ["b"]
