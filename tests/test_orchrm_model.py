@@ -71,14 +71,14 @@ def synthetic_artifacts(root: Path, count: int) -> list[Path]:
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("orchrm")
     (root / "plans.yaml").write_text(SPACE)
-    folders = synthetic_artifacts(root, 40)
+    folders = synthetic_artifacts(root, 32)
     runner = CliRunner()
     made = runner.invoke(app, ["orchrm", "pairs", *map(str, folders), "--out",
                                str(root / "pairs.jsonl"), "--held-out", "0.25"])  # fmt: skip
     assert made.exit_code == 0, made.output
     report = json.loads(made.stdout)
-    assert report["pairs"] == {"correct-over-incorrect": 30}
-    assert report["held_out_pairs"] == {"correct-over-incorrect": 10}
+    assert report["pairs"] == {"correct-over-incorrect": 24}
+    assert report["held_out_pairs"] == {"correct-over-incorrect": 8}
     result = runner.invoke(app, ["orchrm", "train", str(root / "pairs.jsonl"), "--out",
                                  str(root / "rm"), "--epochs", "2", "--eval-pairs",
                                  str(root / "pairs.held_out.jsonl"), "--quiet"])  # fmt: skip
@@ -89,7 +89,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_reward_model_ranks_held_out_pairs_by_the_rule(trained: Path) -> None:
     record = json.loads((trained / "rm" / "training.json").read_text())
     assert record["status"] == "finished"
-    assert record["pairs"]["held_out"] == 10 and record["pairs"]["train"] == 30
+    assert record["pairs"]["held_out"] == 8 and record["pairs"]["train"] == 24
     assert record["pairwise_accuracy"]["held_out"] >= 0.9
     metrics = [
         json.loads(line) for line in (trained / "rm" / "metrics.jsonl").read_text().splitlines()
