@@ -152,7 +152,8 @@ class EqualScores:
         return [0.5] * len(plans)
 
 
-def test_exactly_tied_plans_are_drawn_between_and_recorded(tmp_path: Path) -> None:
+def chooser_scoring_with(tmp_path: Path, scorer: EqualScores) -> PlanChooser:
+    """``--graph auto``'s chooser over the plans cot and vote3, scoring with ``scorer``."""
     space = plan_space_from_data({"plans": [
         {"name": "cot", "graph": "majority_vote", "settings": {"n_candidates": 1}},
         {"name": "vote3", "graph": "majority_vote", "settings": {"n_candidates": 3}}]})  # fmt: skip
@@ -161,7 +162,11 @@ def test_exactly_tied_plans_are_drawn_between_and_recorded(tmp_path: Path) -> No
     record = {"input_format": 1, "base_model": "smollm2",
               "plans": {p.digest: p.name for p in space.plans}}  # fmt: skip
     (folder / RM_RECORD).write_text(json.dumps(record))
-    chooser = PlanChooser(str(folder), space=space, _scorer=EqualScores())  # type: ignore[arg-type]
+    return PlanChooser(str(folder), space=space, _scorer=scorer)  # type: ignore[arg-type]
+
+
+def test_exactly_tied_plans_are_drawn_between_and_recorded(tmp_path: Path) -> None:
+    chooser = chooser_scoring_with(tmp_path, EqualScores())
     choices = [chooser.choose(f"What is {n} + 1?") for n in range(20)]
     assert {c.chosen.name for c in choices} == {"cot", "vote3"}  # not the earlier one each time
     assert all(c.record()["tied"] == ["cot", "vote3"] for c in choices)
@@ -202,15 +207,7 @@ class ReadsOnlyCot(EqualScores):
 def test_a_plan_too_long_to_score_is_rejected_not_cut_and_the_rest_are_scored(
     tmp_path: Path,
 ) -> None:
-    space = plan_space_from_data({"plans": [
-        {"name": "cot", "graph": "majority_vote", "settings": {"n_candidates": 1}},
-        {"name": "vote3", "graph": "majority_vote", "settings": {"n_candidates": 3}}]})  # fmt: skip
-    folder = tmp_path / "rm"
-    folder.mkdir()
-    record = {"input_format": 1, "base_model": "smollm2",
-              "plans": {p.digest: p.name for p in space.plans}}  # fmt: skip
-    (folder / RM_RECORD).write_text(json.dumps(record))
-    chooser = PlanChooser(str(folder), space=space, _scorer=ReadsOnlyCot())  # type: ignore[arg-type]
+    chooser = chooser_scoring_with(tmp_path, ReadsOnlyCot())
     choice = chooser.choose("What is 2 + 2?")
     assert choice.chosen.name == "cot"
     [rejected] = [c for c in choice.candidates if c.rejected]
