@@ -164,12 +164,13 @@ class PlanChooser:
         source = "plan space" if self.space is not None else "orchestrator"
         scorer = self.scorer()
         length = scorer.max_length
+        fitting = {p.digest: scorer.fits(p.text) for p in plans}
         rejected += [
             Candidate(p.name, p.digest, p.text, source,
                       rejected=f"longer than the reward model reads ({length} tokens)")
-            for p in plans if not scorer.fits(p.text)
+            for p in plans if not fitting[p.digest]
         ]  # fmt: skip
-        plans = [p for p in plans if scorer.fits(p.text)]
+        plans = [p for p in plans if fitting[p.digest]]
         if not plans:
             raise PlanError(f"every candidate plan is longer than the reward model reads "
                             f"({length} tokens with the problem); nothing was run")  # fmt: skip

@@ -88,29 +88,25 @@ def pairwise_accuracy(scorer: PlanRewardModel, pairs: list[dict[str, Any]]) -> f
     return right / len(pairs)
 
 
-def _dataset(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int):
-    """The pairs as TRL reads them, each problem fitted beside its two plans by the rule
-    scoring uses (:func:`~tmas.orchrm.reward_model.fitted_problem`): no pair is dropped or
-    cut on the right."""
+def fitted_problems(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int) -> list[str]:
+    """Each pair's problem fitted beside its two plans by the rule scoring uses
+    (:func:`~tmas.orchrm.reward_model.fitted_problem`; RewardModelError when a plan leaves no
+    room): no pair is dropped or cut on the right."""
+    return [
+        fitted_problem(tokenizer, p["input"], [p["chosen"], p["rejected"]], max_length)
+        for p in pairs
+    ]
+
+
+def _dataset(pairs: list[dict[str, Any]], problems: list[str]):
+    """The pairs as TRL reads them, each with its fitted problem."""
     from datasets import Dataset
 
-    rows = []
-    for pair in pairs:
-        problem = fitted_problem(tokenizer, pair["input"], [pair["chosen"], pair["rejected"]],
-                                 max_length)  # fmt: skip
-        rows.append({"chosen": render_input(problem, pair["chosen"]),
-                     "rejected": render_input(problem, pair["rejected"])})  # fmt: skip
-    return Dataset.from_list(rows)
-
-
-def shortened_problems(tokenizer: Any, pairs: list[dict[str, Any]], max_length: int) -> int:
-    """How many pairs show their problem shortened to fit ``max_length`` (RewardModelError
-    when a plan leaves no room)."""
-    return sum(
-        fitted_problem(tokenizer, p["input"], [p["chosen"], p["rejected"]], max_length)
-        != p["input"]
-        for p in pairs
-    )
+    return Dataset.from_list([
+        {"chosen": render_input(problem, pair["chosen"]),
+         "rejected": render_input(problem, pair["rejected"])}
+        for pair, problem in zip(pairs, problems, strict=True)
+    ])  # fmt: skip
 
 
 def trainer_config(settings: RewardModelSettings, out_dir: Path, progress: bool, held_out: bool):
@@ -155,7 +151,12 @@ def train_reward_model(
     model, tokenizer = load_base(
         checkpoint, settings.model, pick_device(settings.device), score_head=True
     )
-    shortened = shortened_problems(tokenizer, train_pairs + held_out, settings.max_length)
+    train_problems = fitted_problems(tokenizer, train_pairs, settings.max_length)
+    held_problems = fitted_problems(tokenizer, held_out, settings.max_length)
+    shortened = sum(
+        fitted != pair["input"]
+        for fitted, pair in zip(train_problems + held_problems, train_pairs + held_out, strict=True)
+    )
     warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
     try:
         from peft import LoraConfig
@@ -176,8 +177,8 @@ def train_reward_model(
         trainer = RewardTrainer(
             model=model,
             args=trainer_config(settings, out_dir, progress, bool(held_out)),
-            train_dataset=_dataset(tokenizer, train_pairs, settings.max_length),
-            eval_dataset=_dataset(tokenizer, held_out, settings.max_length) if held_out else None,
+            train_dataset=_dataset(train_pairs, train_problems),
+            eval_dataset=_dataset(held_out, held_problems) if held_out else None,
             processing_class=tokenizer,
             peft_config=LoraConfig(
                 task_type="SEQ_CLS",
