@@ -2,8 +2,11 @@
 same seed and budget (N, M, T and token limits), with the embedded model.
 
 By default the problems are generated word problems that share four traps a lesson can fix
-(``trap_problems.py``: "half as many ... together", "N more than ... together", unit changes,
-inclusive counting), two shapes per trap, in a fixed order; ``--data gsm8k`` takes the first
+(``trap_problems.py``, ``--traps hard``: gaps, not items, in cutting a log or a clock's
+strikes; flights, not floor numbers, on stairs; inclusive counting; time across noon), two
+shapes per trap, in a fixed order. ``--traps easy`` is the family the base model mostly
+solves ("half as many ... together", "N more than ... together", unit changes, inclusive
+counting); ``--data gsm8k`` takes the first
 problems of ``../shared/data/gsm8k_test_dev.jsonl`` instead. The script runs, as a user would,
 ``tmas eval --concurrency 1`` (one problem after another, in the file's order) twice: once
 plain, once with ``--memory``. It prints accuracy over the whole sequence, its first and second
@@ -12,7 +15,7 @@ half (memory can only help once something is in it) and per trap; the paired dif
 the second half; tokens per problem; how many remembered lessons each problem was shown; and
 what the memory held at the end. ``report.json`` in ``--out`` keeps every figure.
 
-    python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--data traps]
+    python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--traps hard]
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from trap_problems import generate
+from trap_problems import EASY_TRAPS, HARD_TRAPS, generate
 
 from tmas.eval.data import load_problems
 from tmas.eval.intervals import paired_difference
@@ -42,7 +45,8 @@ MEMORY = "lifelong-benchmark"
 def write_problems(args: argparse.Namespace, path: Path) -> list[dict[str, Any]]:
     """The problems of the run, in order, written where ``tmas eval`` reads them."""
     if args.data == "traps":
-        rows = generate(args.problems, seed=args.problem_seed)
+        traps = HARD_TRAPS if args.traps == "hard" else EASY_TRAPS
+        rows = generate(args.problems, seed=args.problem_seed, traps=traps)
     else:
         source = str(GSM8K) if GSM8K.exists() else "gsm8k"
         rows = [p.model_dump() for p in load_problems(source, args.problems)]
@@ -60,6 +64,8 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
         "-n", str(args.n), "-m", str(args.m), "-t", str(args.t), "--seed", str(args.seed),
         "--max-tokens", str(args.max_tokens),
     ]  # fmt: skip
+    if args.threads:
+        command += ["--threads", str(args.threads)]
     if memory:
         command += ["--memory", MEMORY]
     done = subprocess.run(command, capture_output=True, text=True)
@@ -141,6 +147,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--data", choices=("traps", "gsm8k"), default="traps")
+    parser.add_argument("--traps", choices=("easy", "hard"), default="hard",
+                        help="which trap family (trap_problems.EASY_TRAPS or HARD_TRAPS)")
     parser.add_argument("--problem-seed", type=int, default=3, help="which trap problems")
     parser.add_argument("--out", type=Path, default=Path("lifelong-benchmark"))
     parser.add_argument("--model", default="qwen")
@@ -148,6 +156,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("-m", type=int, default=1)
     parser.add_argument("-t", type=int, default=1)
+    parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument("--max-tokens", type=int, default=384)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -65,12 +65,15 @@ def plan_space(args: argparse.Namespace) -> dict[str, Any]:
     ]}  # fmt: skip
 
 
-def evaluate(plan: dict[str, Any], seed: int, data: Path, out: Path, model: str) -> Path:
+def evaluate(plan: dict[str, Any], seed: int, data: Path, out: Path,
+             args: argparse.Namespace) -> Path:  # fmt: skip
     """One run of a plan over every problem (resumable)."""
     folder = out / f"{plan['name']}-s{seed}"
     command = ["eval", "--data", str(data), "--out", str(folder), "--graph", plan["graph"],
-               "--model", model, "--seed", str(seed), "--db", str(out / "runs.sqlite"),
+               "--model", args.model, "--seed", str(seed), "--db", str(out / "runs.sqlite"),
                "--quiet"]  # fmt: skip
+    if args.threads:
+        command += ["--threads", str(args.threads)]
     for key, value in plan["settings"].items():
         command += ["--set", f"{key}={json.dumps(value)}"]
     run(command)
@@ -123,6 +126,7 @@ def main() -> None:
     parser.add_argument("--held-out", type=float, default=0.25)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--model", default="qwen")
+    parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     args = parser.parse_args()
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -134,7 +138,7 @@ def main() -> None:
     data.write_text("".join(json.dumps(p) + "\n" for p in problems))
     space = plan_space(args)
     (out / "plans.yaml").write_text(yaml.safe_dump(space, sort_keys=False))
-    folders = {plan["name"]: [evaluate(plan, seed, data, out, args.model)
+    folders = {plan["name"]: [evaluate(plan, seed, data, out, args)
                               for seed in range(1, args.repeats + 1)]
                for plan in space["plans"]}  # fmt: skip
     evaluations = [str(folder) for runs in folders.values() for folder in runs]

@@ -1,8 +1,9 @@
 """Generated word problems that share traps a lesson can fix, each with its exact answer, its
 trap and a worked reference solution, reproducible from a seed.
 
-Four traps, two problem shapes each, so that a lesson learnt on one problem applies to later
-ones that look different:
+Seven traps, two problem shapes each, so that a lesson learnt on one problem applies to later
+ones that look different. ``EASY_TRAPS`` (the default; Qwen2.5-Coder-1.5B solves the first
+three almost always):
 
 - ``half_together``: "half as many ... together" (the trap: answering the half alone);
 - ``more_together``: "N more than ... together" (the trap: answering the larger amount alone);
@@ -11,6 +12,17 @@ ones that look different:
 - ``inclusive``: counting from one number to another inclusive, or posts along a fence with
   both ends (the trap: off by one).
 
+``HARD_TRAPS`` (the base model misses about half, measured on 11 of them), which share one
+lesson, count the gaps, not the items:
+
+- ``cuts``: minutes to cut a log into N pieces, or seconds for a clock to strike N times (the
+  trap: N instead of N - 1 cuts or gaps);
+- ``floors``: seconds to climb from one floor to another at a pace measured on other floors
+  (the trap: floor numbers instead of flights);
+- ``inclusive`` (as above);
+- ``elapsed``: minutes from a morning time to an afternoon time (the trap: the hour across
+  noon).
+
     >>> rows = generate(8, seed=1)
     >>> sorted(rows[0])
     ['answer', 'id', 'kind', 'problem', 'solution', 'trap']
@@ -18,6 +30,8 @@ ones that look different:
     ['half_together', 'more_together', 'units', 'inclusive']
     >>> generate(8, seed=1) == rows
     True
+    >>> [row["trap"] for row in generate(4, seed=1, traps=HARD_TRAPS)]
+    ['cuts', 'floors', 'inclusive', 'elapsed']
 """
 
 from __future__ import annotations
@@ -100,20 +114,94 @@ def inclusive(rng: random.Random, shape: int) -> Made:
     return text, answer, solution
 
 
+def cuts(rng: random.Random, shape: int) -> Made:
+    if shape == 0:
+        pieces, minutes = rng.randint(3, 9), rng.randint(2, 9)
+        text = (f"It takes {minutes} minutes to make one cut through a log. How many minutes "
+                f"does it take to cut the log into {pieces} pieces?")  # fmt: skip
+        answer = (pieces - 1) * minutes
+        solution = (f"{pieces} pieces need {pieces} - 1 = {pieces - 1} cuts. "
+                    f"{pieces - 1} x {minutes} = {answer}. " + boxed(answer))  # fmt: skip
+    else:
+        first, gap = rng.randint(3, 6), rng.randint(2, 4)
+        second = rng.randint(first + 2, 12)
+        text = (f"At {first} o'clock a clock strikes {first} times, taking {(first - 1) * gap} "
+                f"seconds from the first strike to the last. At the same pace, how many seconds "
+                f"does it take to strike {second} times at {second} o'clock?")  # fmt: skip
+        answer = (second - 1) * gap
+        solution = (f"{first} strikes have {first - 1} gaps of {(first - 1) * gap} / "
+                    f"{first - 1} = {gap} seconds. {second} strikes have {second - 1} gaps: "
+                    f"{second - 1} x {gap} = {answer}. " + boxed(answer))  # fmt: skip
+    return text, answer, solution
+
+
+def floors(rng: random.Random, shape: int) -> Made:
+    name = rng.choice(NAMES)
+    gap = rng.randint(8, 20)
+    start = 1 if shape == 0 else rng.randint(2, 4)
+    first = start + rng.randint(2, 5)
+    second = first + rng.randint(2, 8)
+    seconds = (first - start) * gap
+    if shape == 0:
+        text = (f"{name} walks up the stairs from floor {start} to floor {first} in {seconds} "
+                f"seconds. At the same pace, how many seconds does it take {name} to walk from "
+                f"floor {start} to floor {second}?")  # fmt: skip
+    else:
+        text = (f"An elevator goes from floor {start} to floor {first} in {seconds} seconds. "
+                f"At the same speed, how many seconds does it take from floor {start} to floor "
+                f"{second}?")  # fmt: skip
+    answer = (second - start) * gap
+    solution = (f"Floor {start} to {first} is {first - start} flights: {seconds} / "
+                f"{first - start} = {gap} seconds each. Floor {start} to {second} is "
+                f"{second - start} flights: {second - start} x {gap} = {answer}. "
+                + boxed(answer))  # fmt: skip
+    return text, answer, solution
+
+
+def clock(hour: int, minute: int) -> str:
+    """``clock(13, 5)`` is ``"1:05 PM"``."""
+    return f"{(hour - 1) % 12 + 1}:{minute:02d} {'AM' if hour < 12 else 'PM'}"
+
+
+def elapsed(rng: random.Random, shape: int) -> Made:
+    name = rng.choice(NAMES)
+    start_hour, start_minute = rng.randint(9, 11), rng.choice(range(5, 60, 5))
+    length = rng.randint(70, 200)
+    end = start_hour * 60 + start_minute + length
+    end_hour, end_minute = divmod(end, 60)
+    begin, finish = clock(start_hour, start_minute), clock(end_hour, end_minute)
+    if shape == 0:
+        text = (f"A train leaves at {begin} and arrives at {finish} the same day. "
+                "How many minutes is the trip?")  # fmt: skip
+    else:
+        text = (f"{name} starts baking at {begin} and finishes at {finish} the same day. "
+                f"How many minutes does {name} bake?")  # fmt: skip
+    begun = start_hour * 60 + start_minute
+    solution = (f"In minutes after midnight: {start_hour} x 60 + {start_minute} = {begun} and "
+                f"{end_hour} x 60 + {end_minute} = {end}. {end} - {begun} = {length}. "
+                + boxed(length))  # fmt: skip
+    return text, length, solution
+
+
 TRAPS: dict[str, Callable[[random.Random, int], Made]] = {
     "half_together": half_together,
     "more_together": more_together,
     "units": units,
     "inclusive": inclusive,
+    "cuts": cuts,
+    "floors": floors,
+    "elapsed": elapsed,
 }
+EASY_TRAPS = ("half_together", "more_together", "units", "inclusive")
+HARD_TRAPS = ("cuts", "floors", "inclusive", "elapsed")
 
 
 def generate(count: int, seed: int, traps: tuple[str, ...] | None = None) -> list[dict]:
-    """``count`` problems cycling through ``traps`` (all by default), each trap alternating
-    its two shapes, as ``{"id", "problem", "answer", "kind", "trap", "solution"}`` rows (the
-    JSONL layout ``tmas eval`` and ``tmas train latent`` read)."""
+    """``count`` problems cycling through ``traps`` (``EASY_TRAPS`` by default), each trap
+    alternating its two shapes, as ``{"id", "problem", "answer", "kind", "trap", "solution"}``
+    rows (the JSONL layout ``tmas eval`` and ``tmas train latent`` read)."""
     rng = random.Random(seed)
-    names = list(traps or TRAPS)
+    names = list(traps or EASY_TRAPS)
     rows = []
     for index in range(count):
         trap = names[index % len(names)]
