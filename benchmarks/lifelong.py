@@ -8,9 +8,10 @@ shapes per trap, in a fixed order. ``--traps easy`` is the family the base model
 solves ("half as many ... together", "N more than ... together", unit changes, inclusive
 counting); ``--data gsm8k`` takes the first
 problems of ``../shared/data/gsm8k_test_dev.jsonl`` instead. The script runs, as a user would,
-``tmas eval --concurrency 1`` (one problem after another, in the file's order) twice: once
-plain, once with ``--memory``. It prints accuracy over the whole sequence, its first and second
-half (memory can only help once something is in it) and per trap; the paired difference
+``tmas eval`` twice: once plain, once with ``--memory`` and ``--concurrency 1`` (one problem
+after another, in the file's order; ``--off-concurrency`` lets the plain run, where order does
+not matter, batch several problems). It prints accuracy over the whole sequence, its first and
+second half (memory can only help once something is in it) and per trap; the paired difference
 (memory on minus off, same problems) with a bootstrap 95% interval, over all problems and over
 the second half; tokens per problem; how many remembered lessons each problem was shown; and
 what the memory held at the end. ``report.json`` in ``--out`` keeps every figure.
@@ -60,7 +61,8 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
     command = [
         sys.executable, "-m", "tmas.cli", "eval", "--data", str(data), "--out", str(folder),
         "--graph", "tmas",
-        "--model", args.model, "--concurrency", "1", "--db", str(db), "--quiet",
+        "--model", args.model, "--concurrency", "1" if memory else str(args.off_concurrency),
+        "--db", str(db), "--quiet",
         "-n", str(args.n), "-m", str(args.m), "-t", str(args.t), "--seed", str(args.seed),
         "--max-tokens", str(args.max_tokens),
     ]  # fmt: skip
@@ -156,6 +158,8 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("-m", type=int, default=1)
     parser.add_argument("-t", type=int, default=1)
+    parser.add_argument("--off-concurrency", type=int, default=1,
+                        help="problems at a time without memory (order matters only with it)")
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument("--max-tokens", type=int, default=384)
     args = parser.parse_args()

@@ -2,10 +2,12 @@
 plan-only baselines on held-out problems?
 
 Problems mix easy one-step word problems (``word_problems.py``) with harder ones that hide a
-trap (``trap_problems.py``). The plans differ in what they spend: ``short`` answers in a small
-budget, ``long`` in a large one. On easy problems both are right and the short one is cheaper;
-on hard ones the long one is right more often: which plan wins depends on the problem, so a
-reward model that reads the problem has something to learn beyond which plan wins most.
+trap (``trap_problems.py``). The plans differ in how they answer: ``direct`` replies with the
+answer at once (``specs/direct_answer.yaml``, a 24-token budget), ``reason`` works step by step
+(384 tokens). On easy problems both are right and the direct one costs a tenth; on trap
+problems only reasoning is right (a pilot on 6 + 6: direct 4 of 6 easy, 0 of 6 traps): which
+plan wins depends on the problem, so a reward model that reads the problem has something to
+learn beyond which plan wins most.
 
 The script runs, as a user would:
 
@@ -44,6 +46,8 @@ from tmas.orchrm.choice import tie_break
 from tmas.orchrm.pairs import held_out_problems, read_pairs
 from tmas.orchrm.plan_space import load_plan_space
 
+HERE = Path(__file__).resolve().parent
+
 
 def run(command: list[str]) -> str:
     """Run a ``tmas`` command and return its standard output (exit on failure)."""
@@ -57,11 +61,11 @@ def run(command: list[str]) -> str:
 
 
 def plan_space(args: argparse.Namespace) -> dict[str, Any]:
-    return {"name": "budgets", "plans": [
-        {"name": "short", "graph": "majority_vote",
-         "settings": {"n_candidates": 1, "solver_max_tokens": args.short_tokens}},
-        {"name": "long", "graph": "majority_vote",
-         "settings": {"n_candidates": 1, "solver_max_tokens": args.long_tokens}},
+    return {"name": "direct-or-reason", "plans": [
+        {"name": "direct", "graph": str(HERE / "specs" / "direct_answer.yaml"),
+         "settings": {"solver_max_tokens": args.direct_tokens}},
+        {"name": "reason", "graph": "majority_vote",
+         "settings": {"n_candidates": 1, "solver_max_tokens": args.reason_tokens}},
     ]}  # fmt: skip
 
 
@@ -121,8 +125,8 @@ def main() -> None:
     parser.add_argument("--easy", type=int, default=24, help="one-step word problems")
     parser.add_argument("--hard", type=int, default=24, help="problems with a trap")
     parser.add_argument("--repeats", type=int, default=3, help="runs per plan and problem")
-    parser.add_argument("--short-tokens", type=int, default=96)
-    parser.add_argument("--long-tokens", type=int, default=384)
+    parser.add_argument("--direct-tokens", type=int, default=24)
+    parser.add_argument("--reason-tokens", type=int, default=384)
     parser.add_argument("--held-out", type=float, default=0.25)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--model", default="qwen")
