@@ -24,11 +24,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -103,7 +103,9 @@ def calls_by_role(name: str, config: TMASConfig) -> dict[str, int]:
         {'solver': 4, 'verifier': 8}
     """
     model = ScriptedChatModel()
-    compile_spec(load_bundled(name), config, ModelRouter(model)).invoke({"problem": "1 + 1?"})
+    build_graph(load_bundled(name), llm=ModelRouter(model), config=config).invoke(
+        {"problem": "1 + 1?"}
+    )
     return {str(role): n for role, n in sorted(model.calls.items(), key=lambda kv: str(kv[0]))}
 
 

@@ -118,7 +118,7 @@ def main() -> None:
         model = make_openai_chat_model(
             base_url=base_url, model="scripted", max_tokens=64, temperature=0.7, max_retries=0
         )
-        router = ModelRouter.for_config(model, None, config, args.max_concurrency)
+        router = ModelRouter(model, max_parallel_calls=args.max_concurrency)
         graph = build_tmas_graph(config, llm=router)
         runs = iter(range(1_000_000))
 

@@ -193,7 +193,7 @@ async def plain_loop(config: TMASConfig, router: ModelRouter) -> dict[str, Any]:
 
 def run_plain(config: TMASConfig, model: InstantChatModel) -> Timed:
     """Side B: one plain run; returns (seconds, final state)."""
-    router = ModelRouter.for_config(model, None, config)
+    router = ModelRouter(model)
     gc.collect()
     start = time.perf_counter()
     state = asyncio.run(plain_loop(config, router))

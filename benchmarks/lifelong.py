@@ -149,8 +149,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=40)
     parser.add_argument("--data", choices=("traps", "gsm8k"), default="traps")
-    parser.add_argument("--traps", choices=("easy", "hard"), default="hard",
-                        help="which trap family (trap_problems.EASY_TRAPS or HARD_TRAPS)")
+    parser.add_argument(
+        "--traps",
+        choices=("easy", "hard"),
+        default="hard",
+        help="which trap family (trap_problems.EASY_TRAPS or HARD_TRAPS)",
+    )
     parser.add_argument("--problem-seed", type=int, default=3, help="which trap problems")
     parser.add_argument("--out", type=Path, default=Path("lifelong-benchmark"))
     parser.add_argument("--model", default="qwen")
@@ -158,8 +162,12 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2)
     parser.add_argument("-m", type=int, default=1)
     parser.add_argument("-t", type=int, default=1)
-    parser.add_argument("--off-concurrency", type=int, default=1,
-                        help="problems at a time without memory (order matters only with it)")
+    parser.add_argument(
+        "--off-concurrency",
+        type=int,
+        default=1,
+        help="problems at a time without memory (order matters only with it)",
+    )
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument("--max-tokens", type=int, default=384)
     args = parser.parse_args()

@@ -85,7 +85,7 @@ def one_iteration(
             max_retries=0,
         )
         width = config.n_candidates * config.n_verifications
-        router = ModelRouter.for_config(model, None, config, max_parallel_calls=width)
+        router = ModelRouter(model, max_parallel_calls=width)
         graph = build_graph(load_topology(graph_name), llm=router, config=config)
         problem, thread = {"problem": "What is 9 + 9?"}, thread_config("bench", config)
         if driver == "async":

@@ -13,6 +13,8 @@ from typer.testing import CliRunner, Result
 
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -75,15 +77,16 @@ def make_home(home: Path) -> Path:
     scripted model, its write-ahead log folded into the main file."""
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
     conn = connect(db_path(home))
-    manager = RunManager(
-        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    manager = RunManager(conn, router_factory=lambda plan: ModelRouter(model))
     outcome = manager.start(
         RUN_ID,
         problem=PROBLEM,
         gold_answer="18",
-        config=TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
-        backend=BackendSpec(),
+        plan=plan_run(
+            load_bundled("tmas"),
+            TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
+            BackendSpec(),
+        ),
         show_progress=False,
     )
     assert outcome.state["final_answer"] == "18"

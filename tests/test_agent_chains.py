@@ -15,10 +15,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from typer.testing import CliRunner
 
+from tmas.api import build_graph
 from tmas.cli.app import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.settings import topology_config
 from tmas.llm.hf.internals import LatentModelError
 from tmas.llm.router import ModelRouter
@@ -33,7 +33,7 @@ def test_text_agents_read_the_notes_of_the_agents_before_them() -> None:
     spec = load_bundled("text_mas")
     model = ScriptedChatModel()
     config = topology_config(spec, {"n_candidates": 2})
-    state = compile_spec(spec, config, ModelRouter(model)).invoke({"problem": PROBLEM})
+    state = build_graph(spec, llm=ModelRouter(model), config=config).invoke({"problem": PROBLEM})
     assert [call.role for call in model.log] == [*AGENTS[:3], "judger", "judger"]
     assert "[planner]" not in model.log[0].user
     for number, call in enumerate(model.log[1:4], start=1):
@@ -46,7 +46,7 @@ def test_text_agents_read_the_notes_of_the_agents_before_them() -> None:
 def test_latent_agents_refuse_a_model_without_internals_when_compiled() -> None:
     spec = load_bundled("latent_mas")
     with pytest.raises(LatentModelError, match="node 'planner' passes latents.*--backend hf"):
-        compile_spec(spec, topology_config(spec), ModelRouter(ScriptedChatModel()))
+        build_graph(spec, llm=ModelRouter(ScriptedChatModel()), config=topology_config(spec))
 
 
 def test_the_cli_refuses_latent_mas_on_an_endpoint_and_saves_nothing(tmp_path: Path) -> None:
@@ -69,7 +69,7 @@ def test_an_agent_without_a_prompt_is_refused(tmp_path: Path) -> None:
     from tmas.graphs.spec import parse_spec
 
     with pytest.raises(ValueError, match="agent 'nobody' has no prompt template mas/nobody"):
-        compile_spec(parse_spec(data), TMASConfig(), ModelRouter(ScriptedChatModel()))
+        build_graph(parse_spec(data), llm=ModelRouter(ScriptedChatModel()), config=TMASConfig())
 
 
 # ---- latent_mas for real (transformers, SmolLM2) -------------------------------------------
@@ -91,7 +91,7 @@ def test_latent_mas_runs_and_resumes_after_a_crash_rebuilding_its_trace(monkeypa
     spec = load_bundled("latent_mas")
     short = {"judger": {"max_tokens": 48}}
     config = topology_config(spec, {"n_candidates": 2, "temperature": 0.0, "roles": short})
-    reference = compile_spec(spec, config, hf_router(config)).invoke({"problem": PROBLEM})
+    reference = build_graph(spec, llm=hf_router(config), config=config).invoke({"problem": PROBLEM})
     records = reference["extras"]["agents"]
     assert [r["agent"] for r in records] == AGENTS
     segments = [r["segment"]["latent_steps"] + len(r["segment"]["prompt_ids"]) for r in records[:3]]
@@ -110,7 +110,7 @@ def test_latent_mas_runs_and_resumes_after_a_crash_rebuilding_its_trace(monkeypa
 
     monkeypatch.setattr(LatentAgent, "__call__", crash_once_in_the_critic)
     saver, thread = InMemorySaver(), {"configurable": {"thread_id": "crash"}}
-    graph = compile_spec(spec, config, hf_router(config), checkpointer=saver)
+    graph = build_graph(spec, llm=hf_router(config), config=config, checkpointer=saver)
     with pytest.raises(SimulatedCrash):
         graph.invoke({"problem": PROBLEM}, thread)
     TRACES.clear()  # as a new process starts

@@ -34,7 +34,7 @@ def served_router(server: FakeOpenAIServer, bound: int | None) -> ModelRouter:
     model = make_openai_chat_model(
         base_url=server.base_url, model="scripted", max_tokens=64, temperature=0.7
     )
-    return ModelRouter.for_config(model, None, CONFIG, max_parallel_calls=bound)
+    return ModelRouter(model, max_parallel_calls=bound)
 
 
 def test_awaited_and_invoked_graphs_make_the_same_calls_with_the_same_outcome() -> None:

@@ -9,6 +9,8 @@ import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -84,14 +86,17 @@ def test_runs_never_cuts_a_run_id(tmp_path: Path, columns: str) -> None:
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("1234567890" * 4,)))
     manager = RunManager(
         connect(db_path(tmp_path)),
-        router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg),
+        router_factory=lambda plan: ModelRouter(model),
     )
     manager.start(
         long_id,
         problem="A long problem statement " * 10,
         gold_answer=None,
-        config=TMASConfig(n_candidates=1, n_verifications=1, max_iterations=1),
-        backend=BackendSpec(),
+        plan=plan_run(
+            load_bundled("tmas"),
+            TMASConfig(n_candidates=1, n_verifications=1, max_iterations=1),
+            BackendSpec(),
+        ),
         show_progress=False,
     )
     result = invoke(tmp_path, "runs", env={"COLUMNS": columns})

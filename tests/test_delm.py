@@ -9,9 +9,9 @@ from typing import Any
 
 from langgraph.store.memory import InMemoryStore
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.llm.router import ModelRouter
 from tmas.memory.shared_board import NoteBoard, TaskQueue
@@ -31,8 +31,11 @@ def run_delm(
 ) -> tuple[dict, InMemoryStore, ScriptedChatModel]:
     model = ScriptedChatModel(replies=replies)
     store = InMemoryStore()
-    graph = compile_spec(
-        load_bundled("delm"), TMASConfig(max_iterations=1), ModelRouter(model), store=store
+    graph = build_graph(
+        load_bundled("delm"),
+        llm=ModelRouter(model),
+        config=TMASConfig(max_iterations=1),
+        store=store,
     )
     result = graph.invoke(
         {"problem": "What is 9 + 9?", **state}, {"configurable": {"thread_id": "r"}}

@@ -15,6 +15,7 @@ from tmas.eval.data import DataError, load_problems
 from tmas.eval.evaluation import RESULTS, SUMMARY, Evaluation
 from tmas.eval.identity import EvaluationMismatch
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -98,10 +99,12 @@ def evaluation(
 ) -> Evaluation:
     return Evaluation(
         problems=load_problems("gsm8k", limit=3),
-        spec=load_bundled("tmas"),
-        config=config,
-        backend=BackendSpec(kind="openai", base_url="http://unused/v1", model="scripted"),
-        router=ModelRouter.for_config(model, None, CONFIG),
+        plan=plan_run(
+            load_bundled("tmas"),
+            config,
+            BackendSpec(kind="openai", base_url="http://unused/v1", model="scripted"),
+        ),
+        router=ModelRouter(model),
         db=tmp_path / "runs.sqlite",
         out_dir=tmp_path / "out",
         concurrency=concurrency,

@@ -20,6 +20,7 @@ from tmas.eval.data import load_problems
 from tmas.eval.evaluation import RESULTS, SUMMARY, Evaluation
 from tmas.eval.identity import IDENTITY, EvaluationMismatch, check_identity, write_identity
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -43,16 +44,22 @@ def plugin_dir(tmp_path: Path) -> Iterator[Path]:
 
 
 def evaluation(tmp_path: Path, model: ScriptedChatModel, **changes: Any) -> Evaluation:
-    values: dict[str, Any] = {
-        "problems": load_problems("gsm8k", limit=2),
+    """An evaluation of two sample problems planned from its parts (``changes`` replace any of
+    spec, config, backend and plugins)."""
+    parts: dict[str, Any] = {
         "spec": load_bundled("majority_vote"),
         "config": CONFIG,
         "backend": BACKEND,
-        "router": ModelRouter.for_config(model, None, CONFIG),
-        "db": tmp_path / "runs.sqlite",
-        "out_dir": tmp_path / "out",
+        "plugins": [],
+        **changes,
     }
-    return Evaluation(**{**values, **changes})
+    return Evaluation(
+        problems=load_problems("gsm8k", limit=2),
+        plan=plan_run(parts["spec"], parts["config"], parts["backend"], parts["plugins"]),
+        router=ModelRouter(model),
+        db=tmp_path / "runs.sqlite",
+        out_dir=tmp_path / "out",
+    )
 
 
 def edited_spec() -> GraphSpec:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from tmas.api import build_graph
 from tmas.cli import app
 from tmas.cli.outcome import DEGRADED_EXIT
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
+from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.run_stream import finished_status
 from tmas.llm.errors import ContextOverflowError, ModelCallError, fatal_cause
 from tmas.llm.router import ModelRouter
@@ -91,10 +92,11 @@ def test_an_unknown_role_model_stops_the_run_and_a_corrected_resume_finishes(
         assert fixed.exit_code == 0, fixed.output
     conn = connect(db)
     try:
-        saved = RunRegistry(conn).get("r1").config
+        saved = saved_plan(RunRegistry(conn).get("r1"))
     finally:
         conn.close()
-    assert saved["roles"]["summary"]["model"] == "scripted"
+    assert saved.config.roles["summary"].model == "scripted"
+    assert saved.bindings["summary"].model == "scripted"
 
 
 def test_a_prompt_that_cannot_fit_stops_the_run(tmp_path: Path) -> None:
@@ -154,11 +156,11 @@ def test_losing_every_call_of_a_role_marks_the_run_degraded() -> None:
     spec = load_bundled("tmas")
     config = TMASConfig(n_candidates=2, n_verifications=2, max_iterations=1, max_retries=0)
     model = ScriptedChatModel(fail_when=lambda role, n: role == "verifier")
-    state = compile_spec(spec, config, ModelRouter(model)).invoke({"problem": PROBLEM})
+    state = build_graph(spec, llm=ModelRouter(model), config=config).invoke({"problem": PROBLEM})
     assert state["stop_reason"] == "max_iterations"
     assert finished_status(state) == "degraded"
     assert lost_roles(state["usage"]) == ["verifier"]
-    healthy = compile_spec(spec, config, ModelRouter(ScriptedChatModel())).invoke(
+    healthy = build_graph(spec, llm=ModelRouter(ScriptedChatModel()), config=config).invoke(
         {"problem": PROBLEM}
     )
     assert finished_status(healthy) == "finished"

@@ -8,6 +8,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.history import iteration_records, saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
@@ -28,15 +30,12 @@ def config(window: int) -> TMASConfig:
 
 def solve(window: int, db: Path) -> tuple[dict, dict]:
     model = ScriptedChatModel(replies=REPLIES)
-    manager = RunManager(
-        connect(db), router_factory=lambda b, c: ModelRouter.for_config(model, None, c)
-    )
+    manager = RunManager(connect(db), router_factory=lambda plan: ModelRouter(model))
     outcome = manager.start(
         "run",
         problem="What is 9 + 9?",
         gold_answer="18",
-        config=config(window),
-        backend=BackendSpec(),
+        plan=plan_run(load_bundled("tmas"), config(window), BackendSpec()),
         show_progress=False,
     )
     latest = manager.storage.checkpointer.get_tuple({"configurable": {"thread_id": "run"}})

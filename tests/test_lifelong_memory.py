@@ -11,6 +11,8 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run, saved_plan
 from tmas.lifecycle.manager import RunManager
 from tmas.lifecycle.memory_runs import remember
 from tmas.llm.backend import BackendSpec
@@ -96,7 +98,7 @@ def test_admitting_a_run_again_changes_nothing() -> None:
 
 def manager_on(db: str | Path, model: ScriptedChatModel) -> tuple[RunManager, object]:
     storage = open_storage(db, for_writing=True)
-    factory = lambda backend, cfg: ModelRouter.for_config(model, None, cfg)  # noqa: E731
+    factory = lambda plan: ModelRouter(model)  # noqa: E731
     return RunManager(storage, router_factory=factory), storage
 
 
@@ -104,8 +106,13 @@ def run_twice_with_memory(db: str | Path) -> None:
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
     manager, storage = manager_on(db, model)
     try:
-        first = manager.start("first", problem=PROBLEM, gold_answer="18", config=CONFIG,
-                              backend=BackendSpec(), show_progress=False)  # fmt: skip
+        first = manager.start(
+            "first",
+            problem=PROBLEM,
+            gold_answer="18",
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
+            show_progress=False,
+        )
         memory = LifelongMemory(storage.store(), "arith")  # type: ignore[attr-defined]
         kept = memory.items()
         assert kept and all(i["provenance"]["run_id"] == "first" for i in kept)
@@ -115,8 +122,13 @@ def run_twice_with_memory(db: str | Path) -> None:
         assert len(memory.items()) == len(kept)
 
         calls_before = len(model.log)
-        second = manager.start("second", problem=PROBLEM, gold_answer="18", config=CONFIG,
-                               backend=BackendSpec(), show_progress=False)  # fmt: skip
+        second = manager.start(
+            "second",
+            problem=PROBLEM,
+            gold_answer="18",
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
+            show_progress=False,
+        )
         seeded = [e for e in second.state["experience_bank"] if e.get("origin") == "memory"]
         assert seeded  # the second run's banks started with the first run's items
         first_solvers = [c for c in model.log[calls_before:] if c.role == "solver"][:2]
@@ -275,7 +287,7 @@ def test_served_requests_share_the_servers_memory(tmp_path: Path) -> None:
         service.close()
     storage = open_storage(db)
     try:
-        assert storage.registry.get(second).config["memory"] == "arith"
+        assert saved_plan(storage.registry.get(second)).config.memory == "arith"
         bank = saved_state(storage, second)["experience_bank"]
         assert any(e.get("origin") == "memory" and first in e["id"] for e in bank)
     finally:
@@ -302,8 +314,13 @@ def test_resuming_a_run_stopped_before_its_items_were_kept_keeps_them_once(tmp_p
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
     manager, storage = manager_on(tmp_path / "runs.sqlite", model)
     try:
-        manager.start("r", problem=PROBLEM, gold_answer="18", config=CONFIG,
-                      backend=BackendSpec(), show_progress=False)  # fmt: skip
+        manager.start(
+            "r",
+            problem=PROBLEM,
+            gold_answer="18",
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
+            show_progress=False,
+        )
         memory = LifelongMemory(storage.store(), "arith")  # type: ignore[attr-defined]
         kept = memory.items()
         for item in kept:  # as if the process died after the run's end, before its memory

@@ -20,6 +20,7 @@ from langgraph.store.memory import InMemoryStore
 from typer.testing import CliRunner
 
 from tmas import build_tmas_graph
+from tmas.api import build_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
@@ -29,7 +30,7 @@ from tmas.graphs.call_failures import (
     attempt_number,
     retry_policy,
 )
-from tmas.graphs.compiler import compile_spec
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
@@ -194,7 +195,7 @@ def test_a_retry_waits_as_long_as_the_server_asked() -> None:
 @pytest.mark.parametrize("name", ["tmas_barrier", "tmas"])
 def test_retry_settings_reach_every_llm_node(name: str) -> None:
     config = TMASConfig(max_retries=4, retry_backoff_factor=3.0, **FAST_RETRIES)
-    nodes = compile_spec(load_bundled(name), config, ModelRouter(ScriptedChatModel()))
+    nodes = build_graph(load_bundled(name), llm=ModelRouter(ScriptedChatModel()), config=config)
     chain = nodes  # the pipelined form keeps each candidate's nodes in its body's subgraph
     if name == "tmas":
         assert nodes.builder.nodes["candidate"].retry_policy is None
@@ -265,7 +266,7 @@ def test_delm_records_a_failed_plan_and_a_failed_answer() -> None:
     model = fail_calls(("planner", 1), ("writer", 1))  # the planning call, the answer call
     store = InMemoryStore()
     config = TMASConfig(max_iterations=1, max_retries=0)
-    graph = compile_spec(load_bundled("delm"), config, ModelRouter(model), store=store)
+    graph = build_graph(load_bundled("delm"), llm=ModelRouter(model), config=config, store=store)
     state = graph.invoke({"problem": PROBLEM}, {"configurable": {"thread_id": "d"}})
     seeded = [t["text"] for t in TaskQueue(store, ("delm", "d")).all() if t["added_by"] == "seed"]
     assert seeded == [PROBLEM]  # without a plan the problem itself is the task
@@ -283,15 +284,14 @@ def test_every_solver_call_failing_stops_the_run_and_resume_makes_them_again(
     broken = fail_calls(*[("solver", N + i) for i in range(1, N + 1)])  # all of iteration 2
 
     def manager(model: ScriptedChatModel) -> RunManager:
-        return RunManager(conn, lambda backend, cfg: ModelRouter.for_config(model, None, cfg))
+        return RunManager(conn, lambda plan: ModelRouter(model))
 
     with pytest.raises(AllSolverCallsFailed, match="every solver call of iteration 2 failed") as e:
         manager(broken).start(
             "r1",
             problem=PROBLEM,
             gold_answer="18",
-            config=config,
-            backend=BackendSpec(),
+            plan=plan_run(load_bundled("tmas"), config, BackendSpec()),
             show_progress=False,
         )
     # the last candidate's error: one of iteration 2's solver calls (each chain starts its own,
@@ -333,8 +333,7 @@ def test_a_run_with_twenty_percent_faults_finishes(tmp_path: Path) -> None:
             "faulty",
             problem=PROBLEM,
             gold_answer="18",
-            config=config,
-            backend=openai_backend(server),
+            plan=plan_run(load_bundled("tmas"), config, openai_backend(server)),
             show_progress=False,
         )
         counts = server.counts()
@@ -369,8 +368,7 @@ def test_a_run_whose_every_call_fails_stops_and_resumes_when_the_server_is_back(
                 "outage",
                 problem=PROBLEM,
                 gold_answer="18",
-                config=config,
-                backend=backend,
+                plan=plan_run(load_bundled("tmas"), config, backend),
                 show_progress=False,
             )
         assert down.seen_count == 2 * 2  # each solver call tried twice, nothing else called

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.lifecycle.memory_runs import as_bank_item, seeded_banks
 from tmas.llm.backend import BackendSpec
@@ -96,17 +98,27 @@ def test_a_second_run_shows_remembered_strategies_as_lessons_only(tmp_path: Path
     problem = "Check the arithmetic and the units: what is 9 + 9?"
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
     storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
-    factory = lambda backend, cfg: ModelRouter.for_config(model, None, cfg)  # noqa: E731
+    factory = lambda plan: ModelRouter(model)  # noqa: E731
     manager = RunManager(storage, router_factory=factory)
     try:
-        manager.start("first", problem=problem, gold_answer="18", config=config,
-                      backend=BackendSpec(), show_progress=False)  # fmt: skip
+        manager.start(
+            "first",
+            problem=problem,
+            gold_answer="18",
+            plan=plan_run(load_bundled("tmas"), config, BackendSpec()),
+            show_progress=False,
+        )
         kept = LifelongMemory(storage.store(), "arith").items()  # type: ignore[attr-defined]
         strategies = [i["text"] for i in kept if i["kind"] == "guideline"]
         assert strategies  # the first run left a strategy worth remembering
         start = len(model.log)
-        second = manager.start("second", problem=problem, gold_answer="18", config=config,
-                               backend=BackendSpec(), show_progress=False)  # fmt: skip
+        second = manager.start(
+            "second",
+            problem=problem,
+            gold_answer="18",
+            plan=plan_run(load_bundled("tmas"), config, BackendSpec()),
+            show_progress=False,
+        )
     finally:
         storage.close()  # type: ignore[attr-defined]
     solver_calls = [c for c in model.log[start:] if c.role == "solver"]
@@ -131,11 +143,11 @@ def test_editing_a_paused_runs_banks_keeps_its_remembered_lessons() -> None:
 
 
 def test_a_role_with_its_own_adapter_says_so_in_the_run_header() -> None:
-    from tmas.config import RoleModel
-    from tmas.graphs.run_plan import role_models
-    from tmas.roles import RoleBook
+    from tmas.graphs.bundled import load_bundled
+    from tmas.graphs.run_plan import plan_run
 
-    config = TMASConfig(roles={"judger": RoleModel(adapter="/adapters/judger")})
-    models = role_models(config, BackendSpec(kind="hf", model="smollm2"), RoleBook.registered())
-    assert models["judger"] == "hf:smollm2 + /adapters/judger"
-    assert models["solver"] == "hf:smollm2"
+    config = {"roles": {"judger": {"adapter": "/adapters/judger"}}}
+    plan = plan_run(load_bundled("text_mas"), config, BackendSpec(kind="hf", model="smollm2"))
+    assert plan.models["judger"] == "hf:smollm2 + /adapters/judger"
+    assert plan.models["solver"] == "hf:smollm2"
+    assert plan.bindings["judger"].adapter == "/adapters/judger"

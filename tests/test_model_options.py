@@ -113,7 +113,7 @@ def test_the_command_line_is_parsed_into_one_object() -> None:
         "enforce_eager": True, "max_num_seqs": 4, "gpu_memory_utilization": 0.5, "dtype": "half"
     }  # fmt: skip
     judge = seen[0].role_settings()["verifier"]
-    assert (judge.model, judge.base_url) == ("judge", "http://judge/v1")
+    assert judge == {"model": "judge", "base_url": "http://judge/v1"}
     refused = CliRunner().invoke(app, ["--max-sequences", "0"])
     assert refused.exit_code == 2 and "--max-sequences" in refused.output
 

@@ -13,6 +13,8 @@ from typer.testing import CliRunner, Result
 
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
@@ -33,7 +35,7 @@ def invoke(db: str, *args: str) -> Result:
 def manager_on(db: str, model: ScriptedChatModel) -> RunManager:
     return RunManager(
         open_storage(db),
-        router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg),
+        router_factory=lambda plan: ModelRouter(model),
     )
 
 
@@ -68,8 +70,7 @@ def test_a_failed_run_resumes_on_postgres_as_an_unbroken_run_ends(postgres_url: 
         "whole",
         problem=PROBLEM,
         gold_answer="18",
-        config=CONFIG,
-        backend=BackendSpec(),
+        plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
         show_progress=False,
     )
 
@@ -84,8 +85,7 @@ def test_a_failed_run_resumes_on_postgres_as_an_unbroken_run_ends(postgres_url: 
             "broken",
             problem=PROBLEM,
             gold_answer="18",
-            config=CONFIG,
-            backend=BackendSpec(),
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
             show_progress=False,
         )
     manager = manager_on(postgres_url, ScriptedChatModel())

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tmas import build_tmas_graph
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.llm.router import ModelRouter
@@ -64,7 +64,7 @@ def test_progress_total_is_exactly_the_calls_of_a_run(
 ) -> None:
     spec = load_bundled(name)
     config = TMASConfig(n_candidates=8, n_verifications=2, max_iterations=3, max_retries=0)
-    graph = compile_spec(spec, config, ModelRouter(ScriptedChatModel()))
+    graph = build_graph(spec, llm=ModelRouter(ScriptedChatModel()), config=config)
     tracker = ProgressTracker(estimate_run_calls(spec, config), config.max_iterations)
     with ProgressDisplay(tracker) as display:
         for mode, chunk in graph.stream({"problem": "9 + 9?"}, stream_mode=["tasks", "updates"]):

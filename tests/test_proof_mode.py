@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -49,12 +51,15 @@ class GradedProofs(ScriptedReplies):
 def run_proof(tmp_path: Path, replies: ScriptedReplies, reference: str | None) -> tuple:
     model = ScriptedChatModel(replies=replies)
     storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
-    manager = RunManager(
-        storage, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    manager = RunManager(storage, router_factory=lambda plan: ModelRouter(model))
     try:
-        outcome = manager.start("p1", problem=THEOREM, gold_answer=reference, config=CONFIG,
-                                backend=BackendSpec(), show_progress=False)  # fmt: skip
+        outcome = manager.start(
+            "p1",
+            problem=THEOREM,
+            gold_answer=reference,
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
+            show_progress=False,
+        )
     finally:
         storage.close()
     return outcome.state, model
@@ -145,7 +150,6 @@ def test_eval_proof_grades_the_bundled_sample(tmp_path: Path) -> None:
 
 
 def test_the_judge_uses_the_runs_own_rubric(tmp_path: Path) -> None:
-    from tmas.graphs.bundled import load_bundled
 
     spec = load_bundled("tmas").with_prompts(
         {"judge/proof_rubric": "MY RUBRIC for {problem} against {reference}: {proof}"}
@@ -153,9 +157,13 @@ def test_the_judge_uses_the_runs_own_rubric(tmp_path: Path) -> None:
     model = ScriptedChatModel(replies=GradedProofs())
     storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
     try:
-        RunManager(storage, router_factory=lambda b, cfg: ModelRouter.for_config(model, None, cfg)
-                   ).start("p1", problem=THEOREM, gold_answer=REFERENCE, config=CONFIG,
-                           backend=BackendSpec(), spec=spec, show_progress=False)  # fmt: skip
+        RunManager(storage, router_factory=lambda plan: ModelRouter(model)).start(
+            "p1",
+            problem=THEOREM,
+            gold_answer=REFERENCE,
+            plan=plan_run(spec, CONFIG, BackendSpec()),
+            show_progress=False,
+        )
     finally:
         storage.close()
     judged = [c for c in model.log if c.role == "proof_judge"]
@@ -165,12 +173,15 @@ def test_the_judge_uses_the_runs_own_rubric(tmp_path: Path) -> None:
 def test_a_finished_proof_run_left_ungraded_is_graded_on_resume(tmp_path: Path) -> None:
     model = ScriptedChatModel(replies=GradedProofs())
     storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
-    manager = RunManager(
-        storage, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    manager = RunManager(storage, router_factory=lambda plan: ModelRouter(model))
     try:  # as if the process died between the run's end and its grading
-        manager.start("p1", problem=THEOREM, gold_answer=None, config=CONFIG,
-                      backend=BackendSpec(), show_progress=False)  # fmt: skip
+        manager.start(
+            "p1",
+            problem=THEOREM,
+            gold_answer=None,
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
+            show_progress=False,
+        )
         storage.registry.db.write("update tmas_runs set gold_answer=? where run_id=?",
                                   (REFERENCE, "p1"))  # fmt: skip
         graded = manager.resume("p1", show_progress=False).state

@@ -13,10 +13,11 @@ import yaml
 
 import tmas
 from tests.cli_helpers import db_path, digest, invoke
+from tmas.api import build_graph
 from tmas.config import RoleModel, TMASConfig
 from tmas.graphs import bundled
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec
+from tmas.graphs.run_plan import plan_run, saved_plan
 from tmas.graphs.served import FACTORIES, langgraph_graphs, served_graph
 from tmas.graphs.traits import spec_needs_internals
 from tmas.lifecycle.manager import RunManager
@@ -84,7 +85,9 @@ def test_the_spec_config_applies_from_python_as_on_the_command_line(tmp_path: Pa
     refined = tmas.build_graph("self_refine", llm=model, config={"max_iterations": 1})
     state = refined.invoke({"problem": PROBLEM})
     assert len(state["verifications"]) == 4  # n_verifications 1 from the spec, N = 4
-    compiled = compile_spec(bundled.load_bundled("majority_vote"), TMASConfig(), ModelRouter(model))
+    compiled = build_graph(
+        bundled.load_bundled("majority_vote"), llm=ModelRouter(model), config=TMASConfig()
+    )
     assert len(compiled.invoke({"problem": PROBLEM})["history"]) == 1
     # explicit settings win over the spec's
     three = tmas.build_graph("majority_vote", llm=model, config=TMASConfig(max_iterations=3))
@@ -99,7 +102,7 @@ def test_delm_from_python_finishes_with_a_stop_reason(tmp_path: Path) -> None:
     try:
         manager = RunManager(storage)
         record = manager.registry.get("d")
-        assert record.config["max_iterations"] == 1
+        assert saved_plan(record).config.max_iterations == 1
         assert manager.status_of(record, outcome.state) == "finished"
     finally:
         storage.close()
@@ -113,9 +116,11 @@ def test_run_manager_and_evaluation_apply_the_spec_config(tmp_path: Path) -> Non
             "mv",
             problem=PROBLEM,
             gold_answer="18",
-            config=TMASConfig(n_candidates=3),
-            backend=BackendSpec(kind="custom", model="scripted"),
-            spec=bundled.load_bundled("majority_vote"),
+            plan=plan_run(
+                bundled.load_bundled("majority_vote"),
+                TMASConfig(n_candidates=3),
+                BackendSpec(kind="custom", model="scripted"),
+            ),
             show_progress=False,
         )
     finally:
@@ -217,7 +222,7 @@ def test_the_command_line_shows_a_finished_run_of_a_python_model_and_moves_one_t
         assert server.request_count == 2 + 2 + 2 * 3  # iteration 2: N solve, N x M, 3 N
     storage = open_storage(db_path(home))
     try:
-        assert storage.registry.get("half").backend["kind"] == "openai"
+        assert saved_plan(storage.registry.get("half")).backend.kind == "openai"
     finally:
         storage.close()
 

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from tmas import build_tmas_graph
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -160,8 +161,8 @@ def test_pipelined_resume_repeats_no_finished_call(tmp_path: Path, role: str, nu
 
 def barrier_graph(model: ScriptedChatModel, saver: Any) -> Any:
     """The barrier form of the TMAS topology with ``model`` and ``saver``."""
-    return compile_spec(
-        load_bundled("tmas_barrier"), CONFIG, ModelRouter(model), checkpointer=saver
+    return build_graph(
+        load_bundled("tmas_barrier"), llm=ModelRouter(model), config=CONFIG, checkpointer=saver
     )
 
 
@@ -207,7 +208,7 @@ def test_failed_call_is_not_retried_even_when_retries_are_allowed() -> None:
 
 
 def router_for(model: ScriptedChatModel) -> Callable[[dict, TMASConfig], ModelRouter]:
-    return lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
+    return lambda plan: ModelRouter(model)
 
 
 def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
@@ -219,8 +220,7 @@ def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
             "r1",
             problem=PROBLEM,
             gold_answer="18",
-            config=CONFIG,
-            backend=BackendSpec(),
+            plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
             show_progress=False,
             max_concurrency=1,
         )
@@ -247,8 +247,7 @@ def test_run_manager_start_fail_resume(tmp_path: Path) -> None:
         "r2",
         problem=PROBLEM,
         gold_answer="18",
-        config=CONFIG,
-        backend=BackendSpec(),
+        plan=plan_run(load_bundled("tmas"), CONFIG, BackendSpec()),
         show_progress=False,
         max_concurrency=1,
     )

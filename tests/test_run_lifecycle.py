@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 from tmas import build_tmas_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunBusyError, RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
@@ -49,16 +51,14 @@ def test_resuming_a_run_that_a_live_process_drives_is_refused(tmp_path: Path) ->
     fake = ScriptedChatModel()
     manager = RunManager(
         connect(tmp_path / "runs.sqlite"),
-        router_factory=lambda backend, config: ModelRouter.for_config(fake, None, config),
+        router_factory=lambda plan: ModelRouter(fake),
     )
     config = TMASConfig(n_candidates=1, n_verifications=1, max_iterations=1)
     manager.registry.create(
         "live",
         problem="1+1?",
         gold_answer=None,
-        graph="tmas",
-        config=config.model_dump(mode="json"),
-        backend={"kind": "llamacpp"},
+        plan=plan_run(load_bundled("tmas"), config, BackendSpec()).record(),
     )
     assert manager.registry.get("live").pid == os.getpid()  # this process is alive
     with pytest.raises(RunBusyError, match="still running"):
@@ -101,9 +101,7 @@ def test_a_reused_process_id_does_not_keep_a_run_running(tmp_path: Path) -> None
         "old",
         problem="1+1?",
         gold_answer=None,
-        graph="tmas",
-        config=TMASConfig().model_dump(mode="json"),
-        backend={"kind": "llamacpp"},
+        plan={"topology": {"name": "tmas"}},
     )
     record = manager.registry.get("old")
     assert manager.status_of(record, {}) == "running"

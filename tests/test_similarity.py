@@ -18,13 +18,14 @@ from langgraph.store.memory import InMemoryStore
 from rank_bm25 import BM25Okapi
 from typer.testing import CliRunner
 
+from tmas.api import build_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.eval.identity import identity_changes, run_identity
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.catalog import run_plugins
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.plugin_files import load_plugin
+from tmas.graphs.run_plan import plan_run, saved_plan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
@@ -129,20 +130,28 @@ def test_the_delm_gate_uses_the_chosen_similarity(similarities: dict[str, Any]) 
 
     router = ModelRouter(ScriptedChatModel())
     gate = VerificationGate(
-        router, max_chars=500, dedup_threshold=0.8, max_tokens=64, similarity="t_first_word"
+        router,
+        role="verifier",
+        max_chars=500,
+        dedup_threshold=0.8,
+        max_tokens=64,
+        similarity="t_first_word",
     )
     result = gate.check(PROBLEM, note, evidence, board, seed=1)
     assert not result.accepted and result.judge_call is None
     assert result.reasons == ["duplicate of a note already on the board"]
     with pytest.raises(ValueError, match="unknown similarity 'nope'; known: "):
-        VerificationGate(router, max_chars=5, dedup_threshold=0.8, max_tokens=8, similarity="nope")
+        VerificationGate(
+            router, role="verifier", max_chars=5, dedup_threshold=0.8, max_tokens=8,
+            similarity="nope",
+        )  # fmt: skip
     with pytest.raises(ValueError, match="unknown similarity 'nope'; known: "):
-        compile_spec(load_bundled("delm"), {"similarity": "nope"}, router)
+        build_graph(load_bundled("delm"), llm=router, config={"similarity": "nope"})
 
 
 def banks_after_a_run(spec: Any, settings: dict[str, Any]) -> dict[str, Any]:
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18", "17", "16")))
-    graph = compile_spec(spec, settings, ModelRouter(model))
+    graph = build_graph(spec, llm=ModelRouter(model), config=settings)
     return graph.invoke({"problem": PROBLEM})
 
 
@@ -165,9 +174,7 @@ def test_the_setting_and_the_spec_choose_the_dedup_of_a_real_run(
 
 def scripted_manager(storage: Any) -> RunManager:
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
-    return RunManager(
-        storage, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    return RunManager(storage, router_factory=lambda plan: ModelRouter(model))
 
 
 @pytest.mark.parametrize("field", ["similarity", "memory_similarity"])
@@ -179,8 +186,13 @@ def test_an_unknown_similarity_is_refused_before_the_run_is_saved(
         manager = scripted_manager(storage)
         config = TMASConfig(**{**SMALL, field: "nope", "memory": "m"})
         with pytest.raises(ValueError, match="unknown similarity 'nope'; known: bm25, jaccard"):
-            manager.start("r1", problem=PROBLEM, gold_answer=None, config=config,
-                          backend=BackendSpec(), show_progress=False)  # fmt: skip
+            manager.start(
+                "r1",
+                problem=PROBLEM,
+                gold_answer=None,
+                plan=plan_run(load_bundled("tmas"), config, BackendSpec()),
+                show_progress=False,
+            )
         assert storage.registry.all() == []
         assert saved_state(storage, "r1") == {}
     finally:
@@ -245,7 +257,7 @@ def test_set_similarity_on_the_command_line(tmp_path: Path, similarities: dict[s
     storage = open_storage(home / "runs.sqlite")
     try:
         plain, chosen_run = saved_state(storage, "plain"), saved_state(storage, "alike")
-        assert storage.registry.get("alike").config["similarity"] == "t_cli_alike"
+        assert saved_plan(storage.registry.get("alike")).config.similarity == "t_cli_alike"
     finally:
         storage.close()
     assert len(plain["guideline_bank"]) > 1

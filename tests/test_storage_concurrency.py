@@ -23,9 +23,7 @@ def test_eight_workers_open_a_new_database_at_once(tmp_path: Path) -> None:
                     f"r{worker}",
                     problem="1+1?",
                     gold_answer=None,
-                    graph="tmas",
-                    config={},
-                    backend={},
+                    plan={"topology": {"name": "tmas"}},
                 )
             except Exception as exc:  # noqa: BLE001 - collected and asserted below
                 errors.append(repr(exc))

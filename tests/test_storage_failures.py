@@ -17,6 +17,8 @@ import pytest
 from cli_helpers import PROBLEM, RUN_ID, db_path, digest, invoke, make_home, one_line, run_ids
 
 from tmas.config import TMASConfig
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.storage import open_storage
@@ -89,12 +91,13 @@ def paused_home(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     """A TMAS_HOME with a finished run ``r1`` and a paused run ``p1``."""
     home = make_home(tmp_path / "home")
     storage = open_storage(db_path(home))
+    config = TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2)
+    backend = BackendSpec(kind="openai", base_url=server.base_url, model="scripted")
     RunManager(storage).start(
         "p1",
         problem=PROBLEM,
         gold_answer="18",
-        config=TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
-        backend=BackendSpec(kind="openai", base_url=server.base_url, model="scripted"),
+        plan=plan_run(load_bundled("tmas"), config, backend),
         show_progress=False,
         review=lambda state: None,  # pause after the first iteration
     )

@@ -16,6 +16,7 @@ from typer.testing import CliRunner, Result
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.history import iteration_records, saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
@@ -59,16 +60,13 @@ def home(tmp_path: Path) -> Path:
     run r2, registered as a child of r1 with another epsilon."""
     model = ScriptedChatModel(replies=MarkupReplies(answers=("18", "17")))
     conn = connect(tmp_path / "runs.sqlite")
-    manager = RunManager(
-        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    manager = RunManager(conn, router_factory=lambda plan: ModelRouter(model))
     config = TMASConfig(n_candidates=3, n_verifications=2, max_iterations=3, epsilon=0.3)
     manager.start(
         "r1",
         problem=PROBLEM,
         gold_answer="18",
-        config=config,
-        backend=BackendSpec(),
+        plan=plan_run(load_bundled("tmas"), config, BackendSpec()),
         show_progress=False,
     )
     child = config.model_copy(update={"epsilon": 1.0, "max_iterations": 2})
@@ -76,9 +74,7 @@ def home(tmp_path: Path) -> Path:
         "r2",
         problem=PROBLEM,
         gold_answer="18",
-        graph="tmas",
-        config=child.model_dump(mode="json"),
-        backend=BackendSpec().model_dump(mode="json"),
+        plan=plan_run(load_bundled("tmas"), child, BackendSpec()).record(),
         parent_run_id="r1",
     )
     manager.registry.set_status("r2", "stopped")
@@ -279,8 +275,11 @@ def test_real_run_renders_in_headless_chromium(tmp_path: Path) -> None:
         "real",
         problem="Tom has 3 apples and buys 4 more. How many apples does he have now?",
         gold_answer="7",
-        config=TINY,
-        backend=BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048, n_threads=2),
+        plan=plan_run(
+            load_bundled("tmas"),
+            TINY,
+            BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048, n_threads=2),
+        ),
         show_progress=False,
     )
     assert outcome.finished
@@ -344,12 +343,15 @@ def test_links_to_earlier_candidates_survive_a_failed_call(
 ) -> None:
     model = FailSecondSolverCall()
     conn = connect(tmp_path / "runs.sqlite")
-    manager = RunManager(
-        conn, router_factory=lambda backend, cfg: ModelRouter.for_config(model, None, cfg)
-    )
+    manager = RunManager(conn, router_factory=lambda plan: ModelRouter(model))
     config = TMASConfig(n_candidates=3, n_verifications=1, max_iterations=2, max_retries=0)
-    manager.start("r", problem=PROBLEM, gold_answer="18", config=config, backend=BackendSpec(),
-                  spec=load_bundled(graph), show_progress=False)  # fmt: skip
+    manager.start(
+        "r",
+        problem=PROBLEM,
+        gold_answer="18",
+        plan=plan_run(load_bundled(graph), config, BackendSpec()),
+        show_progress=False,
+    )
     conn.close()
     page = render_page([collect_trace_of(tmp_path, "r")])
     targets = set()

@@ -28,7 +28,7 @@ from tmas.config import ConfigError, TMASConfig
 from tmas.graphs.bundled import resolve_spec
 from tmas.graphs.compiler import compile_plan
 from tmas.graphs.plugin_files import load_plugin
-from tmas.graphs.run_plan import RunPlan, plan_run
+from tmas.graphs.run_plan import RunPlan, plan_router, plan_run
 from tmas.graphs.spec import GraphSpec, load_prompt_file, parse_spec
 from tmas.graphs.traits import spec_uses_store
 from tmas.graphs.validate import validate_spec
@@ -37,7 +37,6 @@ from tmas.llm.backend import (
     CustomModelError,
     backend_from_env,
     custom_backend,
-    make_router,
 )
 from tmas.llm.router import ModelRouter
 
@@ -108,33 +107,31 @@ def saved_backend(
     return chosen.resolved()
 
 
-def models_for(
-    config: TMASConfig,
-    *,
+def models_router(
+    plan: RunPlan,
     llm: BaseChatModel | ModelRouter | None = None,
     role_models: ChatModels = None,
-    backend: BackendSpec | Mapping[str, Any] | None = None,
+    *,
     pass_generation_kwargs: bool = True,
-) -> tuple[ModelRouter, BackendSpec]:
-    """The router of a run and the backend saved with it (:func:`saved_backend`). The
-    config's temperature, per-role temperatures and token limits travel with every call, to
-    custom models too; a ``ModelRouter`` passed as ``llm`` is used as it is (its own
-    temperatures and bound on calls in flight).
+) -> ModelRouter:
+    """The router that serves a run of ``plan``: the chat models a caller passes (``llm``,
+    with ``role_models`` for some roles; a ``ModelRouter`` as it is), or the models of the
+    plan's backend (:func:`tmas.graphs.run_plan.plan_router`); either way each call is made
+    with its role's binding in the plan (temperature, budget), custom models too.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> router, saved = models_for(TMASConfig(temperature=0.3), llm=ScriptedChatModel())
-        >>> router.temperature, saved.kind
-        (0.3, 'custom')
+        >>> plan = plan_run(load_topology("tmas"), {"temperature": 0.3},
+        ...                 saved_backend(ScriptedChatModel()))
+        >>> models_router(plan, ScriptedChatModel()).temperature_for("verifier")
+        0.3
     """
-    saved = saved_backend(llm, role_models, backend)
     if isinstance(llm, ModelRouter):
-        return llm, saved
+        return llm.with_bindings(plan.bindings)
     if llm is not None:
-        router = ModelRouter.for_config(llm, role_models, config)
-        router.pass_generation_kwargs = pass_generation_kwargs
-        return router, saved
-    return make_router(saved, config), saved
+        return ModelRouter(llm, role_models, bindings=plan.bindings,
+                           pass_generation_kwargs=pass_generation_kwargs)  # fmt: skip
+    return plan_router(plan)  # CustomModelError for a plan of models passed from Python
 
 
 def plan_with_models(
@@ -149,24 +146,19 @@ def plan_with_models(
     pass_generation_kwargs: bool = True,
 ) -> tuple[RunPlan, ModelRouter]:
     """A run's plan (:func:`tmas.graphs.run_plan.plan_run`: the one place a run's settings are
-    resolved) and the router that serves its models, from what a Python caller gives.
+    resolved) and the router that serves its models (:func:`models_router`), from what a
+    Python caller gives.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> plan, router = plan_with_models("majority_vote", {"n_candidates": 3},
         ...                                 llm=ScriptedChatModel())
-        >>> plan.config.n_candidates, plan.backend.kind, router.temperature
+        >>> plan.config.n_candidates, plan.backend.kind, router.temperature_for("solver")
         (3, 'custom', 0.7)
     """
     spec = load_topology(topology, plugins=plugins, prompts=prompts)
     plan = plan_run(spec, config, saved_backend(llm, role_models, backend), plugins)
-    router, _ = models_for(
-        plan.config,
-        llm=llm,
-        role_models=role_models,
-        backend=None if llm is not None else plan.backend,
-        pass_generation_kwargs=pass_generation_kwargs,
-    )
+    router = models_router(plan, llm, role_models, pass_generation_kwargs=pass_generation_kwargs)
     return plan, router
 
 
@@ -279,24 +271,20 @@ def check_problem(text: str) -> str:
 
 def router_factory(
     llm: BaseChatModel | ModelRouter | None, role_models: ChatModels = None
-) -> Callable[[Mapping[str, Any], TMASConfig], ModelRouter]:
+) -> Callable[[RunPlan], ModelRouter]:
     """What a ``RunManager`` builds a run's models with: the given chat models, or (None) the
-    run's saved backend; a run saved with chat models from Python needs them passed again.
+    run's saved backend (:func:`models_router`); a run saved with chat models from Python
+    needs them passed again.
 
     Example:
-        >>> factory = router_factory(None)
-        >>> factory({"kind": "custom", "model": "MyModel"}, TMASConfig())
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> plan = plan_run(load_topology("tmas"), None, saved_backend(ScriptedChatModel()))
+        >>> router_factory(None)(plan)
         Traceback (most recent call last):
         ...
         tmas.llm.backend.CustomModelError: the models of this run were passed from Python ...
     """
-
-    def factory(backend: Mapping[str, Any], config: TMASConfig) -> ModelRouter:
-        if llm is None:
-            return make_router(BackendSpec(**backend), config)  # CustomModelError for custom
-        return models_for(config, llm=llm, role_models=role_models)[0]
-
-    return factory
+    return lambda plan: models_router(plan, llm, role_models)
 
 
 __all__ = [
@@ -305,7 +293,7 @@ __all__ = [
     "build_tmas_graph",
     "check_problem",
     "load_topology",
-    "models_for",
+    "models_router",
     "plan_with_models",
     "router_factory",
     "saved_backend",

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tmas.roles import Role, RoleBook
+from tmas.roles import BUILTIN_ROLES, Role, RoleBook
 
 
 class ConfigError(ValueError):
@@ -14,7 +15,9 @@ class ConfigError(ValueError):
 
 
 class RoleModel(BaseModel):
-    """Model settings for one role; unset fields fall back to the run's main model.
+    """Settings of one role's model calls; unset fields fall back to those of the role whose
+    model it borrows, then to the run's (main model, temperature) and the role's declared
+    budget. The solver's own model is the main one: it takes a budget and a temperature here.
 
     Example:
         >>> RoleModel(model="Qwen/Qwen3-4B", max_tokens=1024).max_tokens
@@ -24,7 +27,7 @@ class RoleModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     base_url: str | None = None
-    model: str | None = None
+    model: str | None = Field(default=None, description="the model id this role's calls use")
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1, le=262_144)
     adapter: str | None = Field(
@@ -64,11 +67,6 @@ class TMASConfig(BaseModel):
     max_iterations: int = Field(default=3, ge=1, le=1000)
     epsilon: float = Field(default=0.2, ge=0.0, le=1.0, description="exploration probability")
     seed: int = 0
-    solver_max_tokens: int = Field(default=512, ge=16, le=262_144)
-    verifier_max_tokens: int = Field(default=256, ge=16, le=262_144)
-    summary_max_tokens: int = Field(default=128, ge=16, le=262_144)
-    experience_max_tokens: int = Field(default=160, ge=16, le=262_144)
-    guideline_max_tokens: int = Field(default=64, ge=16, le=262_144)
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     experience_cap: int = Field(default=32, ge=1, le=10_000)
     guideline_cap: int = Field(default=16, ge=1, le=10_000)
@@ -188,10 +186,11 @@ class TMASConfig(BaseModel):
     @classmethod
     def _older_names_and_rounds(cls, data: Any) -> Any:
         """Accept ``vote_scope`` (older runs and commands: ``last`` is ``selection=vote_last``)
-        and make ``max_iterations`` follow ``round_widths``."""
+        and the flat budget spellings (:data:`BUDGET_SPELLINGS`), and make ``max_iterations``
+        follow ``round_widths``."""
         if not isinstance(data, dict):
             return data
-        data = dict(data)
+        data = with_budgets_in_roles(data)
         scope = data.pop("vote_scope", None)
         if scope not in (None, "all", "last"):
             raise ValueError(f"vote_scope must be 'all' or 'last', not {scope!r}")
@@ -214,10 +213,24 @@ class TMASConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _solver_has_no_override(self) -> TMASConfig:
-        if "solver" in self.roles:
-            raise ValueError("the solver uses the main model; set it with --model/--base-url")
+    def _solver_plays_the_main_model(self) -> TMASConfig:
+        solver = self.roles.get("solver")
+        if solver is not None and (solver.model, solver.base_url, solver.adapter) != (None,) * 3:
+            raise ValueError(
+                "the solver uses the main model; set it with --model/--base-url (its roles "
+                "entry takes max_tokens and temperature)"
+            )
         return self
+
+    @classmethod
+    def accepts(cls, key: str) -> bool:
+        """Whether ``key`` is a setting (a field, a flat budget spelling or ``vote_scope``).
+
+        Example:
+            >>> TMASConfig.accepts("verifier_max_tokens"), TMASConfig.accepts("colour")
+            (True, False)
+        """
+        return key in cls.model_fields or key in BUDGET_SPELLINGS or key == "vote_scope"
 
     def calls_per_iteration(self) -> int:
         """LLM calls of one TMAS iteration at width N: N solve, N*M verify, N each summary,
@@ -244,26 +257,6 @@ class TMASConfig(BaseModel):
             8
         """
         return max(self.round_widths) if self.round_widths else self.n_candidates
-
-    def max_tokens_for(self, role: Role, roles: RoleBook | None = None) -> int:
-        """Answer-length limit of ``role``: its override in ``roles``, else its
-        ``<role>_max_tokens`` field (built-in roles), else its declared budget in the run's
-        role book (default: the roles registered in this process).
-
-        Example:
-            >>> TMASConfig(verifier_max_tokens=99).max_tokens_for("verifier")
-            99
-            >>> book = RoleBook.registered().declaring({"scout": {"max_tokens": 40}})
-            >>> TMASConfig().max_tokens_for("scout", book)
-            40
-        """
-        override = self.roles.get(role)
-        if override is not None and override.max_tokens is not None:
-            return override.max_tokens
-        field = f"{role}_max_tokens"
-        if field in type(self).model_fields:
-            return getattr(self, field)
-        return (roles or RoleBook.registered())[role].max_tokens
 
     def check_roles(self, roles: RoleBook | None = None) -> TMASConfig:
         """This config, or ConfigError when ``roles`` names a role the run's role book does
@@ -313,53 +306,139 @@ def load_config(**values: object) -> TMASConfig:
         raise ConfigError(f"invalid configuration: {describe_validation_error(exc)}") from None
 
 
-def merged_roles(*layers: Any) -> dict[str, dict[str, Any]]:
-    """Per-role settings of several layers merged field by field, later layers winning (so
-    ``--role-model verifier=M`` and ``--set roles={"verifier": {"max_tokens": 64}}`` both
-    hold).
+BUDGET_SPELLINGS: dict[str, Role] = {f"{role}_max_tokens": role for role in BUILTIN_ROLES}
+"""The flat spelling of a built-in role's answer budget (``--set verifier_max_tokens=64``, older
+saved runs): each is ``roles.<role>.max_tokens``."""
+
+
+def canonical_settings(config: TMASConfig) -> dict[str, Any]:
+    """``config`` as plain data in the shape identities and plan texts compare: each built-in
+    role's answer budget in its flat spelling, at its value in this run, where the fields of
+    that name stood (after ``seed``), and no ``roles`` entry that held only a budget.
 
     Example:
-        >>> merged_roles({"verifier": RoleModel(model="m")}, {"verifier": {"max_tokens": 64}})
-        {'verifier': {'model': 'm', 'max_tokens': 64}}
+        >>> data = canonical_settings(TMASConfig(roles={"verifier": {"max_tokens": 64}}))
+        >>> data["verifier_max_tokens"], data["solver_max_tokens"], data["roles"]
+        (64, 512, {})
     """
-    merged: dict[str, dict[str, Any]] = {}
-    for layer in layers:
-        for role, settings in (layer or {}).items():
-            values = (
-                settings.model_dump(exclude_none=True)
-                if isinstance(settings, RoleModel)
-                else dict(settings)
-            )
-            merged[role] = {**merged.get(role, {}), **values}
-    return merged
+    data = config.model_dump(mode="json")
+    roles = data["roles"]
+    budgets = {}
+    for key, role in BUDGET_SPELLINGS.items():
+        entry = roles.get(role)
+        given = entry.get("max_tokens") if entry else None
+        budgets[key] = given if given is not None else RoleBook.builtin()[role].max_tokens
+        if entry is not None:
+            entry["max_tokens"] = None
+            if all(value is None for value in entry.values()):
+                del roles[role]
+    ordered: dict[str, Any] = {}
+    for key, value in data.items():
+        ordered[key] = value
+        if key == "seed":
+            ordered.update(budgets)
+    return ordered
 
 
-def merged_config(base: dict[str, Any], changes: dict[str, Any]) -> TMASConfig:
-    """``base`` settings with ``changes`` applied, as a checked config (ConfigError naming each
-    bad field). Round widths among the changes set the number of iterations unless the
-    changes set it too; per-role settings merge field by field (:func:`merged_roles`).
+def with_budgets_in_roles(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` with each flat budget spelling moved into its role's entry of ``roles``
+    (where that entry gives no budget of its own); anything malformed is left for
+    validation to name.
+
+    Example:
+        >>> with_budgets_in_roles({"verifier_max_tokens": 64, "roles": {"verifier":
+        ...                        {"model": "judge"}}})
+        {'roles': {'verifier': {'model': 'judge', 'max_tokens': 64}}}
+    """
+    values = dict(values)
+    flat = {key: values.pop(key) for key in BUDGET_SPELLINGS if key in values}
+    if not flat:
+        return values
+    roles = values.get("roles") or {}
+    if not isinstance(roles, Mapping):
+        return {**values, **flat}
+    merged = {role: _role_values(entry) for role, entry in roles.items()}
+    for key, budget in flat.items():
+        entry = merged.setdefault(BUDGET_SPELLINGS[key], {})
+        if isinstance(entry, dict):
+            entry.setdefault("max_tokens", budget)
+    return {**values, "roles": merged}
+
+
+def _role_values(entry: Any) -> Any:
+    """One role's settings as a plain dict (unset fields left out), or as it is when it is
+    neither a ``RoleModel`` nor a mapping."""
+    if isinstance(entry, RoleModel):
+        return entry.model_dump(exclude_none=True)
+    return dict(entry) if isinstance(entry, Mapping) else entry
+
+
+def settings_layer(layer: TMASConfig | Mapping[str, Any] | None) -> dict[str, Any]:
+    """One layer of settings as plain values: a mapping as it is (flat budget spellings moved
+    into ``roles``), or the fields a ``TMASConfig`` was given explicitly (the defaults it did
+    not set give way to lower layers).
+
+    Example:
+        >>> settings_layer(TMASConfig(n_candidates=2)), settings_layer(None)
+        ({'n_candidates': 2}, {})
+        >>> settings_layer({"solver_max_tokens": 99})
+        {'roles': {'solver': {'max_tokens': 99}}}
+    """
+    if layer is None:
+        return {}
+    if isinstance(layer, TMASConfig):
+        values = {name: getattr(layer, name) for name in layer.model_fields_set}
+    else:
+        values = dict(layer)
+    values = with_budgets_in_roles(values)
+    roles = values.get("roles")
+    if isinstance(roles, Mapping):
+        values["roles"] = {role: _role_values(entry) for role, entry in roles.items()}
+    return values
+
+
+def merged_config(*layers: TMASConfig | Mapping[str, Any] | None) -> TMASConfig:
+    """The one merge of a run's settings: ``layers`` in rising priority (a topology's
+    ``config:`` block, then what a caller gives, then a fork's or a resume's changes), each
+    read by :func:`settings_layer`. Per-role settings merge field by field (``--role-model
+    verifier=M`` and ``--set roles={"verifier": {"max_tokens": 64}}`` both hold); round widths
+    in a layer set the number of iterations unless that layer sets it too. ConfigError names
+    each bad field.
 
     Example:
         >>> merged_config({"max_iterations": 1}, {"round_widths": [4, 2]}).max_iterations
         2
+        >>> merged = merged_config({"roles": {"verifier": {"model": "m"}}},
+        ...                        {"verifier_max_tokens": 64})
+        >>> merged.roles["verifier"].model, merged.roles["verifier"].max_tokens
+        ('m', 64)
         >>> merged_config({"round_widths": [4, 2, 1]}, {"max_iterations": 5})
         Traceback (most recent call last):
         ...
         tmas.config.ConfigError: invalid configuration: ... lists 3 rounds but max_iterations is 5
     """
-    values = dict(base)
-    if "round_widths" in changes and "max_iterations" not in changes:
-        values.pop("max_iterations", None)
-    changes = dict(changes)
-    if _role_layers(values.get("roles"), changes.get("roles")):
-        changes["roles"] = merged_roles(values.get("roles"), changes["roles"])
-    return load_config(**{**values, **changes})
+    values: dict[str, Any] = {}
+    for layer in layers:
+        changes = settings_layer(layer)
+        if "round_widths" in changes and "max_iterations" not in changes:
+            values.pop("max_iterations", None)
+        roles, before = changes.pop("roles", None), values.get("roles")
+        if roles is not None:
+            values["roles"] = _merged_roles(before, roles) if before is not None else roles
+        values.update(changes)
+    return load_config(**values)
 
 
-def _role_layers(*layers: Any) -> bool:
-    """Whether role settings of two layers are to be merged: both given, both mappings of
-    mappings (anything else is left for validation to name)."""
-    return all(
-        isinstance(layer, dict) and all(isinstance(v, dict | RoleModel) for v in layer.values())
+def _merged_roles(before: Any, after: Any) -> Any:
+    """Two layers' per-role settings merged field by field, the later winning; anything that
+    is not a mapping of mappings is left for validation to name."""
+    layers = (before, after)
+    if not all(
+        isinstance(layer, Mapping) and all(isinstance(v, Mapping) for v in layer.values())
         for layer in layers
-    ) and all(layers)
+    ):
+        return after
+    merged = {role: dict(entry) for role, entry in before.items()}
+    for role, entry in after.items():
+        merged[role] = {**merged.get(role, {}), **entry}
+    return merged

@@ -10,10 +10,12 @@ every run of the process), a topology spec with its ``roles:`` block (for the ru
 spec only)::
 
     roles:
-      critic: {max_tokens: 200, model: verifier, description: reviews a candidate}
+      critic: {max_tokens: 200, model_of: verifier, description: reviews a candidate}
 
-``model`` names the role whose model serves this one unless ``--role-model critic=...``
-gives it its own (default: the main model). The roles a run knows are a :class:`RoleBook`:
+``model_of`` names the role whose model serves this one unless ``--role-model critic=...``
+gives it its own (default: the main model); ``model:`` is its older spelling. The model id a
+role's calls use is a different thing, set with ``--role-model`` (``roles.<role>.model``).
+The roles a run knows are a :class:`RoleBook`:
 the registered ones plus its spec's, kept with the run's plan, never in a process-wide table.
 """
 
@@ -30,12 +32,12 @@ ROLES = BUILTIN_ROLES  # the roles of the TMAS loop itself
 
 @dataclass(frozen=True)
 class RoleSpec:
-    """One declared role: its default answer budget, the role whose model it borrows (None:
-    the main model) and what it does."""
+    """One declared role: its default answer budget, the role whose model it borrows
+    (``model_of``; None: the main model) and what it does."""
 
     name: str
     max_tokens: int
-    model: str | None = None
+    model_of: str | None = None
     description: str = ""
     builtin: bool = False
 
@@ -44,27 +46,34 @@ _ROLES: dict[str, RoleSpec] = {}
 
 
 def register_role(
-    name: str, *, max_tokens: int, model: str | None = None, description: str = ""
+    name: str,
+    *,
+    max_tokens: int,
+    model_of: str | None = None,
+    description: str = "",
+    model: str | None = None,
 ) -> RoleSpec:
-    """Declare role ``name``; declaring it again replaces the declaration, but a built-in role
-    cannot be redeclared.
+    """Declare role ``name``, which borrows the model of role ``model_of`` (``model`` is its
+    older spelling); declaring it again replaces the declaration, but a built-in role cannot
+    be redeclared.
 
     Example:
-        >>> register_role("doc_critic", max_tokens=128, model="verifier").model
+        >>> register_role("doc_critic", max_tokens=128, model_of="verifier").model_of
         'verifier'
         >>> register_role("solver", max_tokens=8)
         Traceback (most recent call last):
         ...
         ValueError: 'solver' is a built-in role; set its budget with solver_max_tokens
     """
-    checked_declaration(name, max_tokens, model, _ROLES)
-    spec = RoleSpec(name, max_tokens, model, description)
+    model_of = model_of or model
+    checked_declaration(name, max_tokens, model_of, _ROLES)
+    spec = RoleSpec(name, max_tokens, model_of, description)
     _ROLES[name] = spec
     return spec
 
 
 def checked_declaration(
-    name: str, max_tokens: int, model: str | None, known: Iterable[str]
+    name: str, max_tokens: int, model_of: str | None, known: Iterable[str]
 ) -> None:
     """ValueError when a role declaration cannot work: a bad name or budget, a built-in name, or a
     model borrowed from a role not in ``known``.
@@ -81,8 +90,8 @@ def checked_declaration(
         raise ValueError(f"{name!r} is a built-in role; set its budget with {name}_max_tokens")
     if not 1 <= max_tokens <= 262_144:
         raise ValueError(f"role {name!r}: max_tokens must be 1..262144, not {max_tokens}")
-    if model is not None and model != name and model not in set(known):
-        raise ValueError(f"role {name!r} borrows the model of unknown role {model!r}")
+    if model_of is not None and model_of != name and model_of not in set(known):
+        raise ValueError(f"role {name!r} borrows the model of unknown role {model_of!r}")
 
 
 class UnknownRoleError(ValueError, KeyError):
@@ -99,7 +108,7 @@ class RoleBook(Mapping[str, RoleSpec]):
 
     Example:
         >>> book = RoleBook.registered().declaring({"doc_scout": {"max_tokens": 40,
-        ...                                          "model": "verifier"}})
+        ...                                          "model_of": "verifier"}})
         >>> book["doc_scout"].max_tokens, book.model_key("doc_scout"), "doc_scout" in _ROLES
         (40, 'verifier', False)
     """
@@ -108,22 +117,32 @@ class RoleBook(Mapping[str, RoleSpec]):
         self._specs = dict(specs)
 
     @classmethod
+    def builtin(cls) -> RoleBook:
+        """The roles the package declares (:data:`BUILTIN_ROLE_SPECS`), no plugin's.
+
+        Example:
+            >>> list(RoleBook.builtin())[-1]
+            'proof_judge'
+        """
+        return cls({spec.name: spec for spec in BUILTIN_ROLE_SPECS})
+
+    @classmethod
     def registered(cls) -> RoleBook:
         """The roles registered in this process now (built-in ones first)."""
         return cls(_ROLES)
 
     def declaring(self, declarations: Mapping[str, Mapping[str, object]]) -> RoleBook:
-        """This book with a spec's ``roles:`` block added (name -> max_tokens, model,
-        description); ValueError for a declaration that cannot work."""
+        """This book with a spec's ``roles:`` block added (name -> max_tokens, model_of or its
+        older spelling model, description); ValueError for a declaration that cannot work."""
         specs = dict(self._specs)
         for name, settings in declarations.items():
             max_tokens = int(settings["max_tokens"])  # type: ignore[call-overload]
-            model = settings.get("model")
-            checked_declaration(name, max_tokens, model, [*specs, *declarations])  # type: ignore[arg-type]
+            model_of = _model_of(settings)
+            checked_declaration(name, max_tokens, model_of, [*specs, *declarations])
             specs[name] = RoleSpec(
                 name,
                 max_tokens,
-                model,
+                model_of,
                 str(settings.get("description") or ""),  # type: ignore[arg-type]
             )
         return RoleBook(specs)
@@ -150,7 +169,7 @@ class RoleBook(Mapping[str, RoleSpec]):
             'verifier'
         """
         spec = self._specs.get(role)
-        return spec.model if spec is not None and spec.model else role
+        return spec.model_of if spec is not None and spec.model_of else role
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         """The names among ``names`` that this book does not know.
@@ -169,9 +188,10 @@ class RoleBook(Mapping[str, RoleSpec]):
             256
         """
         return {
-            name: {"max_tokens": s.max_tokens, "model": s.model, "description": s.description}
+            name: {"max_tokens": s.max_tokens, "model_of": s.model_of,
+                   "description": s.description}
             for name, s in self._specs.items()
-        }
+        }  # fmt: skip
 
     @classmethod
     def from_declarations(cls, data: Mapping[str, Mapping[str, object]]) -> RoleBook:
@@ -187,7 +207,7 @@ class RoleBook(Mapping[str, RoleSpec]):
                 name: RoleSpec(
                     name,
                     int(d["max_tokens"]),  # type: ignore[call-overload]
-                    d.get("model"),  # type: ignore[arg-type]
+                    _model_of(d),
                     str(d.get("description") or ""),
                     builtin=name in BUILTIN_ROLES,
                 )
@@ -196,19 +216,23 @@ class RoleBook(Mapping[str, RoleSpec]):
         )
 
 
-for _name, _budget, _text in (
-    ("solver", 512, "writes a candidate solution"),
-    ("verifier", 256, "checks one candidate"),
-    ("summary", 128, "condenses a candidate's checks"),
-    ("experience", 160, "extracts reliable facts and pitfalls"),
-    ("guideline", 64, "names the strategy a candidate used"),
-):
-    _ROLES[_name] = RoleSpec(_name, _budget, None, _text, builtin=True)
+def _model_of(declaration: Mapping[str, object]) -> str | None:
+    """The role whose model a declaration borrows: ``model_of``, or ``model`` (its older
+    spelling, in specs and plans saved before)."""
+    found = declaration.get("model_of") or declaration.get("model")
+    return str(found) if found else None
 
-# Not a role of the loop: grades a finished proof run against a reference (proof mode).
-register_role(
-    "proof_judge",
-    max_tokens=512,
-    model="verifier",
-    description="grades a proof against a reference proof with a rubric",
-)
+
+BUILTIN_ROLE_SPECS: tuple[RoleSpec, ...] = (
+    RoleSpec("solver", 512, None, "writes a candidate solution", builtin=True),
+    RoleSpec("verifier", 256, None, "checks one candidate", builtin=True),
+    RoleSpec("summary", 128, None, "condenses a candidate's checks", builtin=True),
+    RoleSpec("experience", 160, None, "extracts reliable facts and pitfalls", builtin=True),
+    RoleSpec("guideline", 64, None, "names the strategy a candidate used", builtin=True),
+    # not a role of the loop: grades a finished proof run against a reference (proof mode)
+    RoleSpec("proof_judge", 512, "verifier", "grades a proof against a reference proof with a "
+             "rubric"),
+)  # fmt: skip
+"""The roles the package itself declares, with their default answer budgets."""
+
+_ROLES.update({spec.name: spec for spec in BUILTIN_ROLE_SPECS})

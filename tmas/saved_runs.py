@@ -43,9 +43,9 @@ from tmas.lifecycle.manager import (
     RunManager,
     RunOutcome,
 )
+from tmas.lifecycle.run_database import open_runs
 from tmas.llm.backend import BackendSpec, custom_backend
 from tmas.llm.router import ModelRouter
-from tmas.storage import open_storage
 from tmas.storage.run_registry import new_run_id
 from tmas.storage.sqlite import default_db_path
 
@@ -54,7 +54,7 @@ Models = BaseChatModel | ModelRouter | None
 
 @contextmanager
 def _manager(db: str | Path | None, factory: Any, *, for_writing: bool) -> Iterator[RunManager]:
-    storage = open_storage(db or default_db_path(), for_writing=for_writing)
+    storage = open_runs(db or default_db_path(), for_writing=for_writing)
     try:
         yield RunManager(storage, router_factory=factory)
     finally:
@@ -114,13 +114,12 @@ def _resume_with(
     """Continue ``run_id``; with chat models given, the run's saved backend says so."""
     if role_models and llm is None:
         raise ValueError("role_models needs llm, the main chat model")
-    settings = None
+    backend = None
     if llm is not None:
-        record = manager.registry.get(run_id)
         main = llm.main if isinstance(llm, ModelRouter) else llm
         roles = llm.overrides if isinstance(llm, ModelRouter) else role_models
-        settings = (record.config, custom_backend(main, roles).model_dump(mode="json"))
-    return manager.resume(run_id, settings=settings, **options)
+        backend = custom_backend(main, roles)
+    return manager.resume(run_id, backend=backend, **options)
 
 
 def resume(

@@ -13,9 +13,9 @@ from pydantic import PrivateAttr
 from test_round_context import MarkedReplies, headers, solver_calls
 from topology_helpers import N, config_for, run
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.llm.router import ModelRouter
 from tmas.nodes.agents.solver import solver_tasks
 from tmas.nodes.control.iteration import StartIteration
@@ -152,7 +152,7 @@ def test_pass_at_1_counts_a_failed_call_as_wrong() -> None:
         replies=ScriptedReplies(answers=("18",)),
         failing_seed=derive_seed(config.seed, "solve", 1, 1),
     )
-    graph = compile_spec(spec, config, ModelRouter(model))
+    graph = build_graph(spec, llm=ModelRouter(model), config=config)
     state = graph.invoke({"problem": "What is 9 + 9?", "gold_answer": "18"})
     record = state["history"][0]
     assert record["answers"].count(None) == 1

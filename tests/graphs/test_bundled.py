@@ -21,9 +21,9 @@ from topology_helpers import (
 )
 from typer.testing import CliRunner
 
+from tmas.api import build_graph
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir, bundled_names, load_bundled, resolve_spec
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.traits import spec_needs_internals
 from tmas.graphs.validate import validate_spec
@@ -199,13 +199,13 @@ def test_bundled_topology_resumes_after_a_failed_call(name: str) -> None:
         return False
 
     failing = ScriptedChatModel(fail_when=crash_on_last_solver_call)
-    graph = compile_spec(spec, config, ModelRouter(failing), checkpointer=saver)
+    graph = build_graph(spec, llm=ModelRouter(failing), config=config, checkpointer=saver)
     with pytest.raises(SimulatedCrash):
         graph.invoke({"problem": PROBLEM}, thread)
     assert not graph.get_state(thread).values.get("stop_reason")
 
     fresh = ScriptedChatModel()
-    resumed = compile_spec(spec, config, ModelRouter(fresh), checkpointer=saver).invoke(
+    resumed = build_graph(spec, llm=ModelRouter(fresh), config=config, checkpointer=saver).invoke(
         None, thread
     )
 

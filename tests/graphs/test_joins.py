@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.registry import NODE_TYPES, STOP_CONDITIONS, register_node, register_stop
 from tmas.graphs.spec import SpecError, parse_spec
 from tmas.graphs.validate import plain_sources, validate_spec
@@ -50,7 +50,7 @@ UNEQUAL_BRANCHES = {
 
 
 def run(spec: dict[str, Any]) -> list[str]:
-    graph = compile_spec(parse_spec(spec), TMASConfig(), ModelRouter(ScriptedChatModel()))
+    graph = build_graph(parse_spec(spec), llm=ModelRouter(ScriptedChatModel()), config=TMASConfig())
     return graph.invoke({"problem": "p"})["visits"]
 
 

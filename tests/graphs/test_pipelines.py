@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.spec import SpecError, parse_spec
 from tmas.graphs.validate import validate_spec
@@ -28,7 +28,7 @@ CONFIG = TMASConfig(n_candidates=3, n_verifications=2, max_iterations=2, max_ret
 
 def outcome(name: str, config: TMASConfig = CONFIG) -> tuple[dict, ScriptedChatModel]:
     model = ScriptedChatModel()
-    state = compile_spec(load_bundled(name), config, ModelRouter(model)).invoke(
+    state = build_graph(load_bundled(name), llm=ModelRouter(model), config=config).invoke(
         {"problem": PROBLEM}
     )
     return state, model
@@ -61,7 +61,7 @@ def test_tmas_and_its_barrier_form_make_the_same_calls_per_role() -> None:
 def test_a_failed_solver_ends_only_its_own_chain() -> None:
     model = ScriptedChatModel(fail_when=lambda role, n: role == "solver" and n == 1)
     config = TMASConfig(n_candidates=3, n_verifications=2, max_iterations=1, max_retries=0)
-    state = compile_spec(load_bundled("tmas"), config, ModelRouter(model)).invoke(
+    state = build_graph(load_bundled("tmas"), llm=ModelRouter(model), config=config).invoke(
         {"problem": PROBLEM}
     )
     assert model.calls["verifier"] == 2 * 2 and model.calls["summary"] == 2
@@ -93,7 +93,7 @@ def arrival_order(name: str, wait_s: float) -> dict[str, Any]:
             base_url=server.base_url, model="scripted", max_tokens=64, temperature=0.0
         )
         config = CONFIG.model_copy(update={"max_iterations": 1})
-        graph = compile_spec(load_bundled(name), config, ModelRouter(chat))
+        graph = build_graph(load_bundled(name), llm=ModelRouter(chat), config=config)
         graph.invoke({"problem": PROBLEM}, {"max_concurrency": 16})
         seen["roles"] = [(r.get("tmas") or {}).get("role") for r in server.requests]
     return seen

@@ -13,12 +13,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from tmas.api import build_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import registry
 from tmas.graphs.catalog import NODE_TYPES
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.registry import load_plugin
+from tmas.graphs.run_plan import saved_plan
 from tmas.graphs.spec import SpecError, load_spec_file, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
@@ -128,7 +129,7 @@ def test_user_node_runs_in_a_compiled_spec(plugin_dir: Path) -> None:
     config = TMASConfig(n_candidates=3, max_iterations=2)
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("18",)))
 
-    state = compile_spec(spec, config, ModelRouter(model)).invoke({"problem": PROBLEM})
+    state = build_graph(spec, llm=ModelRouter(model), config=config).invoke({"problem": PROBLEM})
 
     assert state["final_answer"] == "ANSWER 18!!"  # the spec's params reached the factory
     assert [record["voted_answer"] for record in state["history"]] == ["18", "18"]
@@ -141,7 +142,7 @@ def test_user_node_default_params_apply(plugin_dir: Path) -> None:
     spec = validate_spec(parse_spec(data))
     config = TMASConfig(n_candidates=2, max_iterations=1)
     model = ScriptedChatModel(replies=ScriptedReplies(answers=("7",)))
-    state = compile_spec(spec, config, ModelRouter(model)).invoke({"problem": PROBLEM})
+    state = build_graph(spec, llm=ModelRouter(model), config=config).invoke({"problem": PROBLEM})
     assert state["final_answer"] == "ANSWER 7!"
 
 
@@ -229,9 +230,9 @@ def test_cli_runs_a_spec_with_a_plugin_and_resume_imports_it_again(
         finally:
             conn.close()
         assert record.graph == "shouted_vote"
-        assert record.topology is not None
-        assert record.topology["plugins"] == [PLUGIN]
-        assert [n["type"] for n in record.topology["spec"]["nodes"]][-1] == "shout"
+        plan = saved_plan(record)
+        assert plan.plugin_refs() == [PLUGIN]
+        assert [n.type for n in plan.topology.nodes][-1] == "shout"
 
         forget_plugin()
         assert "shout" not in NODE_TYPES
@@ -355,4 +356,4 @@ def test_a_plugin_imported_by_hand_is_saved_with_the_run(
         config={"n_candidates": 2, "max_iterations": 1},
     )
     registry = RunRegistry(connect(db))
-    assert registry.get("hand").topology["plugins"] == [str(plugin.resolve())]
+    assert saved_plan(registry.get("hand")).plugin_refs() == [str(plugin.resolve())]

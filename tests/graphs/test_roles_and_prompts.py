@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from tests.cli_helpers import invoke
+from tmas.api import build_graph
 from tmas.config import RoleModel, TMASConfig
 from tmas.graphs.bundled import bundled_dir, load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.run_plan import plan_run
 from tmas.graphs.spec import GraphSpec, SpecError, load_spec_file
 from tmas.graphs.validate import validate_spec
@@ -29,7 +29,7 @@ PROBLEM = "What is 9 + 9?"
 
 def run(spec_overrides: dict[str, Any], model: ScriptedChatModel, **config: Any) -> dict[str, Any]:
     spec = load_bundled("majority_vote").model_copy(update=spec_overrides)
-    graph = compile_spec(spec, TMASConfig(n_candidates=2, **config), ModelRouter(model))
+    graph = build_graph(spec, llm=ModelRouter(model), config=TMASConfig(n_candidates=2, **config))
     return graph.invoke({"problem": PROBLEM})
 
 
@@ -62,19 +62,31 @@ def test_a_mode_without_a_template_fails_with_the_known_ones() -> None:
 
 def test_a_role_declared_in_a_spec_belongs_to_its_runs_with_its_budget_and_borrowed_model() -> None:
     spec = load_bundled("majority_vote").model_dump(by_alias=True)
-    spec["roles"] = {"spec_critic": {"max_tokens": 77, "model": "verifier"}}
+    spec["roles"] = {"spec_critic": {"max_tokens": 77, "model_of": "verifier"}}
     plan = plan_run(validate_spec(GraphSpec.model_validate(spec)), None, BackendSpec())
     book = plan.role_book()
     assert book["spec_critic"].max_tokens == 77
     assert "spec_critic" not in RoleBook.registered()  # never a role of the whole process
-    assert TMASConfig().max_tokens_for("spec_critic", book) == 77
+    assert plan.bindings["spec_critic"].max_tokens == 77
+    assert plan.bindings["spec_critic"].model_of == "verifier"
     main, judge = ScriptedChatModel(), ScriptedChatModel()
-    assert ModelRouter(main, {"verifier": judge}).with_roles(book).model_for("spec_critic") is judge
+    bound = {"bindings": plan.bindings}
+    assert ModelRouter(main, {"verifier": judge}, **bound).model_for("spec_critic") is judge
     own = ScriptedChatModel()
-    router = ModelRouter(main, {"verifier": judge, "spec_critic": own}).with_roles(book)
+    router = ModelRouter(main, {"verifier": judge, "spec_critic": own}, **bound)
     assert router.model_for("spec_critic") is own
-    config = TMASConfig(roles={"spec_critic": RoleModel(max_tokens=12)})
-    assert config.max_tokens_for("spec_critic", book) == 12
+    revised = plan.revised({"roles": {"spec_critic": RoleModel(max_tokens=12)}})
+    assert revised.bindings["spec_critic"].max_tokens == 12
+
+
+def test_model_is_the_older_spelling_of_model_of_in_a_spec_roles_block() -> None:
+    spec = load_bundled("majority_vote").model_dump(by_alias=True)
+    spec["roles"] = {"old_critic": {"max_tokens": 9, "model": "verifier"}}
+    plan = plan_run(validate_spec(GraphSpec.model_validate(spec)), None, BackendSpec())
+    assert plan.role_book().model_key("old_critic") == "verifier"
+    spec["roles"] = {"old_critic": {"max_tokens": 9, "model": "verifier", "model_of": "solver"}}
+    with pytest.raises(ValueError, match="model_of"):
+        GraphSpec.model_validate(spec)
 
 
 def test_a_node_naming_an_undeclared_role_and_a_role_borrowing_an_unknown_one_are_refused() -> None:

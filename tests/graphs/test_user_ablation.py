@@ -18,6 +18,7 @@ from typer.testing import CliRunner, Result
 from tmas.cli import app
 from tmas.graphs.bundled import bundled_dir
 from tmas.graphs.pipeline import bodies
+from tmas.graphs.run_plan import saved_plan
 from tmas.graphs.spec import GraphSpec, load_spec_file
 from tmas.graphs.validate import validate_spec
 from tmas.lifecycle.history import saved_state
@@ -131,8 +132,7 @@ def test_user_ablation_runs_from_the_cli_without_guideline_calls(tmp_path: Path)
     finally:
         conn.close()
     assert record.graph == "my_tmas_without_guideline"
-    assert record.topology is not None
-    stored = GraphSpec.model_validate(record.topology["spec"])
+    stored = saved_plan(record).topology
     stored_types = {n.type for n in chain_of(stored).nodes}
     assert "extract_guideline" not in stored_types and "extract_experience" in stored_types
 

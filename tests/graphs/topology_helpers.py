@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.router import ModelRouter
 from tmas.roles import Role
@@ -63,5 +63,5 @@ ANSWER_ROLE: dict[str, Role] = {"text_mas": "judger"}
 
 
 def run(spec: GraphSpec, config: TMASConfig, model: ScriptedChatModel, **router: Any) -> dict:
-    graph = compile_spec(spec, config, ModelRouter(model, **router))
+    graph = build_graph(spec, llm=ModelRouter(model, **router), config=config)
     return graph.invoke({"problem": PROBLEM})

@@ -9,6 +9,8 @@ import pytest
 
 from tmas.config import RoleModel, TMASConfig
 from tmas.eval.data import load_problems
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.lifecycle.memory_runs import lesson_text, proposals_of
 from tmas.llm.backend import BackendSpec
@@ -29,11 +31,21 @@ def test_a_proof_run_on_smollm2_is_selected_by_its_checks_and_graded(tmp_path: P
     problem = load_problems("proofs", limit=1, proof=True)[0]
     storage = open_storage(tmp_path / "runs.sqlite", for_writing=True)
     try:
-        state = RunManager(storage).start(
-            "proof", problem=problem.problem, gold_answer=problem.solution,
-            config=TMASConfig(**TINY, proof=True, roles={"proof_judge": RoleModel(max_tokens=48)}),
-            backend=SMOLLM2, show_progress=False,
-        ).state  # fmt: skip
+        state = (
+            RunManager(storage)
+            .start(
+                "proof",
+                problem=problem.problem,
+                gold_answer=problem.solution,
+                plan=plan_run(
+                    load_bundled("tmas"),
+                    TMASConfig(**TINY, proof=True, roles={"proof_judge": RoleModel(max_tokens=48)}),
+                    SMOLLM2,
+                ),
+                show_progress=False,
+            )
+            .state
+        )
     finally:
         storage.close()
     chosen = state["extras"]["proof_choice"]
@@ -55,10 +67,17 @@ def test_memory_seeds_a_smollm2_run_and_keeps_its_checked_items(tmp_path: Path) 
             {"kind": "experience", "type": "pitfall", "text": lesson, "iteration": 1,
              "source_index": 0, "score": 0.9},
         ])  # fmt: skip
-        state = RunManager(storage).start(
-            "b", problem=problem, gold_answer="7", config=config, backend=SMOLLM2,
-            show_progress=False,
-        ).state  # fmt: skip
+        state = (
+            RunManager(storage)
+            .start(
+                "b",
+                problem=problem,
+                gold_answer="7",
+                plan=plan_run(load_bundled("tmas"), config, SMOLLM2),
+                show_progress=False,
+            )
+            .state
+        )
         items = memory.items()
         [memory_item] = [i for i in items if i["provenance"]["run_id"] == "earlier"]
     finally:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
-from tmas.graphs.compiler import compile_spec
 from tmas.graphs.traits import (
     nodes_where,
     spec_needs_internals,
@@ -54,8 +54,8 @@ def test_bundled_topology_runs_and_resumes_on_smollm2(
     config = TMASConfig(**{**TINY, **spec.config})
     conn = connect(tmp_path / "runs.sqlite")
     store = open_store(conn) if spec_uses_store(spec) else None
-    graph = compile_spec(
-        spec, config, smollm2_router, checkpointer=open_checkpointer(conn), store=store
+    graph = build_graph(
+        spec, llm=smollm2_router, config=config, checkpointer=open_checkpointer(conn), store=store
     )
 
     whole = graph.invoke(PROBLEM, {"configurable": {"thread_id": "whole"}})

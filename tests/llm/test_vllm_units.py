@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from tmas.cli.inputs import ConfigError, engine_args, revised_settings
-from tmas.config import TMASConfig
+from tmas.cli.inputs import ConfigError, engine_args
+from tmas.graphs.run_plan import revised_backend
 from tmas.llm.backend import BackendSpec
 from tmas.llm.vllm import chat as chat_module
 from tmas.llm.vllm.chat import ChatVLLM
@@ -213,9 +213,5 @@ def test_backend_identity_keeps_answer_changing_options_only() -> None:
 
 def test_resume_merges_engine_options_into_the_saved_ones() -> None:
     saved = BackendSpec(kind="vllm", model="smollm2", engine_args={"dtype": "float32"})
-    _, backend = revised_settings(
-        TMASConfig().model_dump(mode="json"),
-        saved.model_dump(mode="json"),
-        engine_options={"gpu_memory_utilization": 0.2},
-    )
-    assert backend["engine_args"] == {"dtype": "float32", "gpu_memory_utilization": 0.2}
+    backend = revised_backend(saved, {"engine_args": {"gpu_memory_utilization": 0.2}})
+    assert backend.engine_args == {"dtype": "float32", "gpu_memory_utilization": 0.2}

@@ -13,6 +13,7 @@ from langchain_openai import ChatOpenAI
 from openai import AsyncOpenAI, OpenAI
 from serve_helpers import SMALL_TMAS, SMALL_TMAS_CALLS, scripted_service, serving, user
 
+from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.history import saved_state
 from tmas.serve import ServeLimits
 from tmas.storage import open_storage
@@ -139,7 +140,7 @@ def test_n_returns_independent_runs(tmp_path: Path) -> None:
     assert len(set(run_ids)) == 3 and calls == 3 * 2 and usage_of(reply.usage) == served
     storage = open_storage(tmp_path / "runs.sqlite")
     try:
-        seeds = [storage.registry.get(run_id).config["seed"] for run_id in run_ids]
+        seeds = [saved_plan(storage.registry.get(run_id)).config.seed for run_id in run_ids]
     finally:
         storage.close()
     assert seeds == [7, 8, 9]  # one seed each: independent samples

@@ -18,8 +18,7 @@ from typer.testing import CliRunner
 
 import tmas
 from tmas.cli import app
-from tmas.config import TMASConfig
-from tmas.llm.backend import BackendSpec, make_main_model
+from tmas.llm.backend import BackendSpec, make_chat_model
 from tmas.training.data_files import read_rows, write_rows
 
 pytestmark = pytest.mark.slow
@@ -123,7 +122,7 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     # The adapter serves every role of a TMAS run through the hf backend; the training folder
     # names it as well as its adapter/ subfolder.
     backend = {"kind": "hf", "model": "smollm2", "adapter": str(out)}
-    chat = make_main_model(BackendSpec(**backend), TMASConfig(solver_max_tokens=16))
+    chat = make_chat_model(BackendSpec(**backend), max_tokens=16)
     assert type(chat.loaded.model).__name__.startswith("Peft")
     config = {**RUN_CONFIG, "n_candidates": 1, "max_iterations": 1, "solver_max_tokens": 16}
     outcome = tmas.solve(PROBLEM, backend=backend, config=config, db=tmp_path / "hf.sqlite")

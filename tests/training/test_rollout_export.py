@@ -14,6 +14,7 @@ import tmas
 from tmas.cli import app
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
+from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.training.data_files import DataFileError, read_rows, write_rows
 from tmas.training.rollouts import export_runs
 
@@ -60,6 +61,34 @@ def test_rows_carry_the_exact_messages_the_solver_sent(saved_run) -> None:
         assert user["content"] == call.user
         assert info["response"] == call.reply
         assert row["reward_model"]["ground_truth"] == "18"
+
+
+def test_rows_carry_the_prompts_of_a_run_that_overrode_them(tmp_path: Path) -> None:
+    """A run made with ``--prompts FILE`` overriding the solver's templates exports the
+    messages it sent with them, not today's built-in templates."""
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text(
+        "solver/system: You are a terse solver. Box the final answer.\n"
+        'solver/initial: "Solve this briefly: {problem}"\n',
+        encoding="utf-8",
+    )
+    home = tmp_path / "home"
+    with FakeOpenAIServer() as server:
+        solved = CliRunner().invoke(
+            app,
+            ["solve", PROBLEM, "--gold", "18", "--base-url", server.base_url, "--model",
+             "scripted", "--prompts", str(prompts), "-n", "2", "-m", "1", "-t", "1", "--quiet",
+             "--run-id", "custom"],
+            env={"TMAS_HOME": str(home)},
+        )  # fmt: skip
+        assert solved.exit_code == 0, solved.output
+        sent = [r["messages"] for r in server.requests if r["tmas"]["role"] == "solver"]
+    rows = export(home / "runs.sqlite", "custom").rows
+    assert len(rows) == len(sent) == 2
+    for row, messages in zip(rows, sent, strict=True):
+        assert row["prompt"] == [{"role": m["role"], "content": m["content"]} for m in messages]
+        assert row["prompt"][0]["content"].startswith("You are a terse solver.")
+        assert row["prompt"][1]["content"] == f"Solve this briefly: {PROBLEM}"
 
 
 def test_source_and_extra_info_follow_the_mode_the_run_used(saved_run) -> None:

@@ -29,7 +29,7 @@ class TmasCommands(LazyCommands):
         ),
         LazyCommand(
             "show", "tmas.cli.show", "show",
-            "Print a run's per-iteration table and its final answer",
+            "Print a run's plan, why it stopped, its iterations and its final answer.",
         ),
         LazyCommand(
             "graphs", "tmas.cli.graphs", "graphs",

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tmas.config import ConfigError, TMASConfig
+from tmas.config import ConfigError
 from tmas.llm.backend import BackendSpec
 
 AUTO = "auto"
@@ -76,7 +76,7 @@ def make_chooser(
 ):
     """The plan chooser the options describe (PlanError/RewardModelError when they cannot
     work): candidates from the plan space, or written by the run's own model."""
-    from tmas.llm.backend import make_main_model
+    from tmas.llm.backend import make_chat_model
     from tmas.nodes.prompts import PromptSet
     from tmas.orchrm.choice import PlanChooser
     from tmas.orchrm.orchestrator import Orchestrator
@@ -88,7 +88,8 @@ def make_chooser(
         from tmas.graphs.bundled import bundled_names, load_bundled
         from tmas.graphs.traits import spec_needs_internals
 
-        model = make_main_model(backend, TMASConfig(temperature=0.7, seed=seed))
+        model = make_chat_model(backend, max_tokens=Orchestrator.max_tokens, temperature=0.7,
+                                seed=seed)  # fmt: skip
         topologies = [  # delm needs documents; latent topologies an in-process model
             name
             for name in bundled_names()
@@ -100,19 +101,6 @@ def make_chooser(
         str(reward_model), k=plans, space=space, orchestrator=writer,
         allow_unseen=allow_unseen or orchestrator, seed=seed, device=device,
     )  # fmt: skip
-
-
-def auto_config(config: TMASConfig, seed: int | None, roles: dict[str, Any]) -> TMASConfig:
-    """The chosen plan's config with the run's seed and per-role models.
-
-    Example:
-        >>> auto_config(TMASConfig(n_candidates=2), 7, {}).seed
-        7
-    """
-    update: dict[str, Any] = {"seed": seed or 0}
-    if roles:
-        update["roles"] = roles
-    return TMASConfig(**{**config.model_dump(), **update})
 
 
 def describe_choice(record: dict[str, Any]) -> str:

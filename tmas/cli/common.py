@@ -14,9 +14,11 @@ from rich.console import Console
 from rich.markup import escape
 
 from tmas.cli.endpoints import checked_router
+from tmas.graphs.run_plan import saved_plan
 from tmas.graphs.spec import SpecError
 from tmas.lifecycle.manager import RunManager
-from tmas.storage import is_database_url, open_storage
+from tmas.lifecycle.run_database import open_runs
+from tmas.storage import is_database_url
 from tmas.storage.run_registry import RunRecord
 from tmas.storage.sqlite import StorageError, default_db_path, describe_database_error
 from tmas.terminal import plain
@@ -133,7 +135,7 @@ def open_manager(
     if not create and isinstance(target, Path) and not target.exists():
         fail(f"no run database at {target}")
     try:
-        storage = open_storage(target, for_writing=for_writing)
+        storage = open_runs(target, for_writing=for_writing)
     except StorageError as exc:
         fail(str(exc))
         raise  # unreachable
@@ -162,9 +164,10 @@ def require_rebuildable(record: RunRecord, python_call: str, also: str = "") -> 
     """Fail (exit 2, nothing changed) for a run whose models were passed from Python: the
     command line cannot rebuild them from its saved settings. ``python_call`` is the Python
     call that continues it; ``also`` another way, if the command has one."""
-    if record.backend.get("kind") == "custom":
+    backend = saved_plan(record).backend
+    if backend.kind == "custom":
         fail(
             f"run {record.run_id} was made with chat models passed from Python "
-            f"({record.backend.get('model')}); the command line cannot rebuild them. Continue "
+            f"({backend.model}); the command line cannot rebuild them. Continue "
             f"it from Python with the same models: {python_call}{also}"
         )

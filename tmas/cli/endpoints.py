@@ -4,11 +4,9 @@ is never registered (or resumed) against a server that cannot be reached."""
 from __future__ import annotations
 
 import socket
-from typing import Any
 from urllib.parse import urlsplit
 
-from tmas.config import TMASConfig
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.graphs.run_plan import RunPlan, plan_router
 from tmas.llm.router import ModelRouter
 from tmas.storage import redact
 
@@ -20,18 +18,20 @@ class EndpointError(ValueError):
     """A model server named by ``--base-url`` or ``--role-base-url`` cannot be reached."""
 
 
-def endpoint_urls(spec: BackendSpec, config: TMASConfig) -> list[str]:
-    """The OpenAI-compatible servers a run of ``spec`` and ``config`` calls, each once.
+def endpoint_urls(plan: RunPlan) -> list[str]:
+    """The OpenAI-compatible servers a run of ``plan`` calls (its roles' bindings), each once.
 
     Example:
-        >>> from tmas.config import RoleModel
-        >>> spec = BackendSpec(kind="openai", base_url="http://a:8000/v1", model="m")
-        >>> config = TMASConfig(roles={"verifier": RoleModel(base_url="http://b/v1")})
-        >>> endpoint_urls(spec, config)
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
+        >>> from tmas.llm.backend import BackendSpec
+        >>> backend = BackendSpec(kind="openai", base_url="http://a:8000/v1", model="m")
+        >>> plan = plan_run(load_bundled("tmas"), {"roles": {"verifier": {"base_url":
+        ...                 "http://b/v1"}}}, backend)
+        >>> endpoint_urls(plan)
         ['http://a:8000/v1', 'http://b/v1']
     """
-    urls = [spec.base_url] if spec.kind == "openai" and spec.base_url else []
-    urls += [role.base_url for role in config.roles.values() if role.base_url]
+    urls = [binding.base_url for binding in plan.bindings.values() if binding.base_url]
     return list(dict.fromkeys(urls))
 
 
@@ -62,18 +62,39 @@ def check_reachable(url: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
         ) from None
 
 
-def checked_router(backend: BackendSpec | dict[str, Any], config: TMASConfig) -> ModelRouter:
-    """The models of ``backend`` (a BackendSpec or its saved form) once every server they call
-    answers; raises EndpointError, or the backend's own error (unknown model, ...), before any
-    run is saved. Usable as ``RunManager(router_factory=...)``.
+def checked_plans(plans: list[RunPlan]) -> ModelRouter:
+    """The models of the first of ``plans`` once every server any of them calls answers (what
+    a server checks before it offers them); raises as :func:`checked_router` does.
 
     Example:
-        >>> checked_router({"kind": "openai", "model": "m"}, TMASConfig())
+        >>> checked_plans([])
         Traceback (most recent call last):
         ...
-        ValueError: the openai backend needs --base-url and --model
+        ValueError: no plan to check
     """
-    spec = backend if isinstance(backend, BackendSpec) else BackendSpec(**backend)
-    for url in endpoint_urls(spec, config):
+    if not plans:
+        raise ValueError("no plan to check")
+    for url in dict.fromkeys(url for plan in plans for url in endpoint_urls(plan)):
         check_reachable(url)
-    return make_router(spec, config)
+    return plan_router(plans[0])
+
+
+def checked_router(plan: RunPlan) -> ModelRouter:
+    """The models of a run of ``plan`` (:func:`tmas.graphs.run_plan.plan_router`) once every
+    server they call answers; raises EndpointError, or the backend's own error (unknown model,
+    ...), before any run is saved. Usable as ``RunManager(router_factory=...)``.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
+        >>> from tmas.llm.backend import BackendSpec
+        >>> checked_router(plan_run(load_bundled("tmas"), None,
+        ...                         BackendSpec(kind="openai", base_url="http://127.0.0.1:1/v1",
+        ...                                     model="m")))
+        Traceback (most recent call last):
+        ...
+        tmas.cli.endpoints.EndpointError: cannot reach the model server at http://127.0.0.1:1/v1...
+    """
+    for url in endpoint_urls(plan):
+        check_reachable(url)
+    return plan_router(plan)

@@ -37,10 +37,9 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import load_topology, run_options, setup_run
+from tmas.cli.inputs import load_topology, run_options, settings_layers, setup_run
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import DEGRADED_EXIT
-from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
 from tmas.eval.results import role_counts, summary_table
@@ -133,13 +132,13 @@ def evaluate(
                 backend,
                 seed or 0,
             )  # type: ignore[arg-type]
-            config = TMASConfig(seed=seed or 0, **({"roles": roles} if roles else {}))
             topology = chooser.space.plans[0].spec if chooser.space else load_topology("tmas", [])
             plugin = list(chooser.space.plugins) if chooser.space else []
-            plan = plan_run(topology, config, backend, plugin)
+            plan = plan_run(topology, {"seed": seed or 0, "roles": roles}, backend, plugin)
         else:
-            plan = setup_run(graph, plugin, given, set_values, roles, backend, prompts)
-        router = None if ray else checked_router(plan.backend, plan.config)  # Ray: their own
+            layers = settings_layers(given, set_values, roles)
+            plan = setup_run(graph, plugin, layers, backend, prompts)
+        router = None if ray else checked_router(plan)  # Ray: their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
         fail(error_line(exc))
         return

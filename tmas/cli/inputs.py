@@ -8,18 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from tmas import api
 from tmas.api import check_problem
-from tmas.config import (
-    ConfigError,
-    RoleModel,
-    describe_validation_error,
-    load_config,
-    merged_roles,
-)
-from tmas.graphs.run_plan import RunPlan, plan_run
+from tmas.config import ConfigError
+from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 from tmas.llm.vllm.options import normalize_key
@@ -89,17 +81,19 @@ def parse_value(text: str) -> Any:
 
 def role_settings(
     role_models: Sequence[str], role_base_urls: Sequence[str]
-) -> dict[str, RoleModel]:
-    """Per-role model overrides from ``ROLE=MODEL`` and ``ROLE=URL`` options."""
+) -> dict[str, dict[str, str]]:
+    """Per-role model settings from ``ROLE=MODEL`` and ``ROLE=URL`` options.
+
+    Example:
+        >>> role_settings(["verifier=judge"], ["verifier=http://h/v1"])
+        {'verifier': {'model': 'judge', 'base_url': 'http://h/v1'}}
+    """
     roles: dict[str, dict[str, str]] = {}
     for role, model in parse_pairs(role_models, "ROLE=MODEL"):
         roles.setdefault(role, {})["model"] = model
     for role, url in parse_pairs(role_base_urls, "ROLE=URL"):
         roles.setdefault(role, {})["base_url"] = url
-    try:
-        return {role: RoleModel(**values) for role, values in roles.items()}
-    except ValidationError as exc:
-        raise ConfigError(f"invalid role setting: {describe_validation_error(exc)}") from None
+    return roles
 
 
 def load_topology(graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()) -> GraphSpec:
@@ -108,28 +102,22 @@ def load_topology(graph: str, plugins: list[str], prompt_files: Sequence[Path] =
     return api.load_topology(graph, plugins=plugins, prompts=list(prompt_files))
 
 
-def caller_settings(
-    given: dict[str, Any], settings: Sequence[str], roles: dict[str, RoleModel]
-) -> dict[str, Any]:
-    """The settings a command line gives, in rising priority: its options, ``--role-model``
-    and ``--role-base-url``, ``--set`` (per-role settings merge field by field); the topology's
-    ``config:`` block gives way to them when the run is planned
-    (:func:`tmas.graphs.run_plan.plan_run`).
+def settings_layers(
+    given: dict[str, Any], settings: Sequence[str], roles: dict[str, dict[str, str]]
+) -> list[dict[str, Any]]:
+    """The settings a command line gives, as layers in rising priority: ``--role-model`` and
+    ``--role-base-url``, then its options with ``--set`` (one layer: ``--set`` wins, and ``-t``
+    against ``round_widths`` is a conflict); the run's plan merges them over the topology's
+    ``config:`` block (:func:`tmas.config.merged_config`, per-role settings field by field).
 
     Example:
-        >>> roles = role_settings(["verifier=judge"], [])
-        >>> sets = ['roles={"verifier": {"max_tokens": 64}}']
-        >>> caller_settings({"n_candidates": 2, "seed": None}, sets, roles)
-        {'n_candidates': 2, 'roles': {'verifier': {'model': 'judge', 'max_tokens': 64}}}
+        >>> settings_layers({"n_candidates": 2, "seed": None}, ["epsilon=0.5"],
+        ...                 role_settings(["verifier=judge"], []))
+        [{'roles': {'verifier': {'model': 'judge'}}}, {'n_candidates': 2, 'epsilon': 0.5}]
     """
-    chosen: dict[str, Any] = {key: value for key, value in given.items() if value is not None}
-    sets = {key: parse_value(value) for key, value in parse_pairs(settings)}
-    if roles:
-        chosen["roles"] = roles
-    if roles and isinstance(sets.get("roles"), dict):  # --role-model and --set roles= both hold
-        chosen["roles"] = merged_roles(roles, sets.pop("roles"))
-    chosen.update(sets)
-    return chosen
+    chosen = {key: value for key, value in given.items() if value is not None}
+    chosen.update((key, parse_value(value)) for key, value in parse_pairs(settings))
+    return [*([{"roles": roles}] if roles else []), chosen]
 
 
 def engine_args(
@@ -159,13 +147,13 @@ def engine_args(
 
 def build_backend(**values: Any) -> BackendSpec:
     """The backend settings, with the default local model resolved to a name (a base URL
-    makes the backend an OpenAI-compatible one)."""
-    if values.get("base_url") and values.get("kind", "llamacpp") in ("llamacpp", "custom"):
-        values["kind"] = "openai"  # (a run of models passed from Python moves to the server)
-    try:
-        return BackendSpec(**values).resolved()
-    except ValidationError as exc:
-        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+    makes the backend an OpenAI-compatible one: :func:`tmas.graphs.run_plan.revised_backend`).
+
+    Example:
+        >>> build_backend(kind="llamacpp", model="m", base_url="http://h/v1").kind
+        'openai'
+    """
+    return revised_backend(BackendSpec(), values)
 
 
 def run_options(
@@ -184,7 +172,7 @@ def run_options(
         "max_iterations": iterations,
         "epsilon": epsilon,
         "seed": seed,
-        "solver_max_tokens": max_tokens,
+        "solver_max_tokens": max_tokens,  # roles.solver.max_tokens
         "temperature": temperature,
     }
 
@@ -192,63 +180,23 @@ def run_options(
 def setup_run(
     graph: str,
     plugins: list[str],
-    given: dict[str, Any],
-    settings: list[str],
-    roles: dict[str, RoleModel],
+    layers: Sequence[dict[str, Any]],
     backend: BackendSpec,
     prompt_files: Sequence[Path] = (),
 ) -> RunPlan:
     """The run's plan from command-line values: the topology (its plugins imported, its prompt
-    files applied), the settings given (:func:`caller_settings`) over its ``config:`` block,
-    and ``backend`` (:func:`tmas.graphs.run_plan.plan_run`); raises on any bad value, before
-    anything is saved.
+    files applied), the settings ``layers`` (:func:`settings_layers`) over its ``config:``
+    block, and ``backend`` (:func:`tmas.graphs.run_plan.plan_run`); raises on any bad value,
+    before anything is saved.
 
     Example:
-        >>> plan = setup_run("majority_vote", [], {"seed": 3}, ["round_widths=[4, 2]"], {},
+        >>> plan = setup_run("majority_vote", [], [{"seed": 3}, {"round_widths": [4, 2]}],
         ...                  BackendSpec(model="smollm2"))
         >>> plan.name, plan.config.seed, plan.config.max_iterations
         ('majority_vote', 3, 2)
     """
     topology = load_topology(graph, plugins, prompt_files)
-    return plan_run(topology, caller_settings(given, settings, roles), backend, plugins)
-
-
-def revised_settings(
-    config: dict[str, Any],
-    backend: dict[str, Any],
-    *,
-    model: str | None = None,
-    base_url: str | None = None,
-    n_ctx: int | None = None,
-    engine_options: dict[str, Any] | None = None,
-    role_models: list[str] | None = None,
-    role_base_urls: list[str] | None = None,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """A saved run's config and backend with corrected model settings (what a resume may fix
-    after an unknown model, a moved server, a context too small or an engine option that
-    does not fit the machine; ``engine_options`` are merged into the saved ones); raises
-    ConfigError for a bad value, leaving the saved settings alone.
-
-    Example:
-        >>> from tmas.config import TMASConfig
-        >>> config, backend = revised_settings(
-        ...     TMASConfig().model_dump(mode="json"),
-        ...     {"kind": "openai", "model": "m", "base_url": "http://h/v1"},
-        ...     role_models=["verifier=judge"])
-        >>> config["roles"]["verifier"]["model"], backend["model"]
-        ('judge', 'm')
-    """
-    backend_values = dict(backend)
-    for key, value in (("model", model), ("base_url", base_url), ("n_ctx", n_ctx)):
-        if value is not None:
-            backend_values[key] = value
-    if engine_options:
-        backend_values["engine_args"] = {**backend.get("engine_args", {}), **engine_options}
-    new_backend = build_backend(**backend_values)
-    corrected = role_settings(role_models or [], role_base_urls or [])
-    roles = merged_roles(config.get("roles"), corrected)
-    new_config = load_config(**{**config, "roles": roles})
-    return new_config.model_dump(mode="json"), new_backend.model_dump(mode="json")
+    return plan_run(topology, list(layers), backend, plugins)
 
 
 def proof_reference(proof: bool, gold: str | None, reference: Path | None) -> str | None:

@@ -13,9 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tmas.cli.inputs import build_backend, engine_args, revised_settings, role_settings
+from tmas.cli.inputs import build_backend, engine_args, role_settings
 from tmas.cli.option_group import option, option_group
-from tmas.config import RoleModel
 from tmas.llm.backend import BackendSpec
 
 
@@ -111,43 +110,32 @@ class ModelOptions:
         """
         return build_backend(**self.backend_fields())
 
-    def role_settings(self) -> dict[str, RoleModel]:
+    def role_settings(self) -> dict[str, dict[str, str]]:
         """The per-role models and endpoints; ConfigError for a pair that is not ROLE=VALUE.
 
         Example:
-            >>> ModelOptions(role_model=("verifier=judge",)).role_settings()["verifier"].model
-            'judge'
+            >>> ModelOptions(role_model=("verifier=judge",)).role_settings()["verifier"]
+            {'model': 'judge'}
         """
         return role_settings(self.role_model, self.role_base_url)
 
-    def corrections(
-        self, config: dict[str, Any], backend: dict[str, Any]
-    ) -> tuple[dict[str, Any], dict[str, Any]] | None:
-        """A saved run's config and backend corrected by these options (a resume's
-        ``--model``, ``--base-url``, ``--n-ctx``, per-role and engine options), or None when
-        none is given (:func:`tmas.cli.inputs.revised_settings`); ConfigError for a bad value.
+    def corrections(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """What these options correct in a saved run's plan (a resume's ``--model``,
+        ``--base-url``, ``--n-ctx``, engine and per-role options): the settings (its roles'
+        models) and the backend fields, each None when none is given; the plan merges them
+        (:meth:`tmas.graphs.run_plan.RunPlan.revised`).
 
         Example:
-            >>> saved = {"kind": "openai", "model": "m", "base_url": "http://h/v1"}
-            >>> ModelOptions(n_ctx=None).corrections({}, saved) is None
-            True
-            >>> ModelOptions(model="fixed", n_ctx=None).corrections({}, saved)[1]["model"]
-            'fixed'
+            >>> ModelOptions(n_ctx=None).corrections()
+            (None, None)
+            >>> ModelOptions(model="fixed", n_ctx=None, role_model=("verifier=v",)).corrections()
+            ({'roles': {'verifier': {'model': 'v'}}}, {'model': 'fixed'})
         """
-        engine_options = self.engine_options()
-        given = (self.model, self.base_url, self.role_model, self.role_base_url, self.n_ctx)
-        if not any(given) and not engine_options:
-            return None
-        return revised_settings(
-            config,
-            backend,
-            model=self.model,
-            base_url=self.base_url,
-            n_ctx=self.n_ctx,
-            engine_options=engine_options,
-            role_models=list(self.role_model),
-            role_base_urls=list(self.role_base_url),
-        )
+        named = {"model": self.model, "base_url": self.base_url, "n_ctx": self.n_ctx,
+                 "engine_args": self.engine_options()}  # fmt: skip
+        backend = {key: value for key, value in named.items() if value}
+        roles = self.role_settings()
+        return ({"roles": roles} if roles else None), (backend or None)
 
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]

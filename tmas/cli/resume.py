@@ -16,9 +16,7 @@ from tmas.cli.common import (
 from tmas.cli.endpoints import checked_router
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import drive, finish, live_options
-from tmas.config import TMASConfig
 from tmas.lifecycle.history import saved_state
-from tmas.llm.backend import BackendSpec
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.run_registry import UnknownRunError
 
@@ -59,11 +57,9 @@ def resume(
                 " (or here, with --base-url and --model of a server that serves it)",
             )
         try:
-            settings = models.corrections(record.config, record.backend)
-            if settings is not None:  # the run's plan, revised: its roles must know them
-                config, backend = TMASConfig(**settings[0]), BackendSpec(**settings[1])
-                revised = manager.plan_of(record).revised(config=config, backend=backend)
-                checked_router(revised.backend, revised.config)
+            settings, backend = models.corrections()
+            if settings is not None or backend is not None:  # its roles must know them
+                checked_router(manager.plan_of(record).revised(settings, backend=backend))
         except (ValueError, ModelFileError) as exc:
             fail(error_line(exc))
             return
@@ -73,6 +69,7 @@ def resume(
                 show_progress=not quiet,
                 max_concurrency=max_concurrency,
                 settings=settings,
+                backend=backend,
                 **live_options(stream, review),
             ),
             run_id,

@@ -18,7 +18,7 @@ from tmas.cli.common import (
     error_line,
     fail,
 )
-from tmas.cli.endpoints import checked_router
+from tmas.cli.endpoints import checked_plans
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.config import TMASConfig
 from tmas.llm.hosts import is_loopback
@@ -92,7 +92,13 @@ def serve(
         known = RoleBook.registered().declaring(
             {n: d.model_dump() for t in topologies.values() for n, d in t.roles.items()}
         )
-        checked_router(spec, TMASConfig(roles=roles).check_roles(known))  # the models answer
+        TMASConfig(roles=roles).check_roles(known)  # each role named is some topology's
+        limits = ServeLimits(max_concurrent_runs, max_request_bytes, max_calls_per_request, max_n)
+        service = ChatService(
+            spec, topologies, db=db, plugins=plugin, roles=roles, memory=memory, limits=limits,
+            max_concurrency=max_concurrency, on_disconnect=on_disconnect,  # type: ignore[arg-type]
+        )  # fmt: skip
+        checked_plans(list(service.offered_plans().values()))  # the models answer
     except (ValueError, ModelFileError) as exc:
         fail(error_line(exc))
         return
@@ -100,11 +106,6 @@ def serve(
     if not is_loopback(host) and api_key is None:
         err.print(f"warning: listening on {host} without --api-key: anyone who reaches it can "
                   "run models", markup=False)  # fmt: skip
-    limits = ServeLimits(max_concurrent_runs, max_request_bytes, max_calls_per_request, max_n)
-    service = ChatService(
-        spec, topologies, db=db, plugins=plugin, roles=roles, memory=memory, limits=limits,
-        max_concurrency=max_concurrency, on_disconnect=on_disconnect,  # type: ignore[arg-type]
-    )  # fmt: skip
     app = create_app(service, api_key=api_key, resume_interrupted=resume_interrupted)
     logging.getLogger("tmas.serve").setLevel(logging.INFO)
     err.print(f"serving {len(topologies)} topologies on {spec.describe()} at "

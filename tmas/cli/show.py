@@ -1,4 +1,5 @@
-"""``tmas show``: one saved run's iterations, model calls, roles, prompts and answer."""
+"""``tmas show``: one saved run's plan (backend, role bindings, channels, plugins), why it
+stopped, its iterations, model calls and answer."""
 
 from __future__ import annotations
 
@@ -15,11 +16,12 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.outcome import finish
-from tmas.cli.tables import customisation_lines, plan_lines
+from tmas.cli.plan_view import plan_lines, prompt_lines, state_lines
 from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunOutcome
 from tmas.storage.run_registry import UnknownRunError
+from tmas.storage.sqlite import StorageError
 from tmas.terminal import plain
 
 
@@ -28,34 +30,39 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
     prompts: Annotated[
-        bool, typer.Option("--prompts", help="print the run's prompt overrides in full")
+        bool, typer.Option("--prompts", help="print every template the run rendered, in full")
     ] = False,
 ) -> None:
-    """Print a run's per-iteration table and its final answer, with its plan (backend, models,
-    channels, plugins), the roles it declared and the prompts it overrode; ``--json`` includes
-    the whole plan."""
+    """Print a run's plan, why it stopped, its iterations and its final answer: the plan's
+    backend, each role's model, budget and temperature, channels, plugins, declared roles and
+    overridden prompts (``--prompts``: every template the run rendered); ``--json`` includes
+    the whole plan and the channels' values."""
     with open_manager(db, create=False) as manager:
         try:
             record = manager.registry.get(run_id)
-        except UnknownRunError as exc:
+            plan = saved_plan(record)
+        except (UnknownRunError, StorageError) as exc:
             fail(str(exc))
             return
         state = saved_state(manager.storage, run_id)
         status = manager.status_of(record, state)
-        plan = saved_plan(record.plan, record.config, record.backend, record.topology)
+    plan_choice = record.provenance.get("plan_choice")
+    extra = {
+        "roles": {n: r.model_dump() for n, r in plan.topology.roles.items()},
+        "prompts": dict(plan.topology.prompts),
+        **({"plan_choice": plan_choice} if plan_choice else {}),
+        "plan": plan.record(),
+        "channels": {name: state.get(name) for name in plan.channels},
+    }
     if not as_json:
         out.print(f"problem: {plain(record.problem, 500)}", markup=False, highlight=False)
-    spec = (record.topology or {}).get("spec") or {}
-    customised = {"roles": spec.get("roles") or {}, "prompts": spec.get("prompts") or {}}
-    plan_choice = (record.topology or {}).get("plan_choice")
-    if plan_choice:
-        customised["plan_choice"] = plan_choice
-    customised["plan"] = plan.record()
-    if not as_json:
         out.print(f"topology: {record.graph}   status: {status}", markup=False)
-        for line in plan_lines(plan) + customisation_lines(customised, full_prompts=prompts):
+        lines = plan_lines(plan) + state_lines(plan, state)
+        if prompts:
+            lines += prompt_lines(plan)
+        for line in lines:
             out.print(plain(line, 100_000), markup=False, highlight=False, soft_wrap=True)
         if plan_choice:
             out.print("plans scored before the run (--graph auto):", markup=False)
             out.print(describe_choice(plan_choice), markup=False, highlight=False)
-    finish(RunOutcome(run_id, state), as_json, verdict=False, extra=customised)
+    finish(RunOutcome(run_id, state), as_json, verdict=False, extra=extra)

@@ -14,7 +14,6 @@ from tmas.cli.auto_plan import (
     PlansOption,
     PlanSpaceOption,
     RewardModelOption,
-    auto_config,
     check_auto_options,
     describe_choice,
     make_chooser,
@@ -46,6 +45,7 @@ from tmas.cli.inputs import (
     read_documents,
     read_problem,
     run_options,
+    settings_layers,
     setup_run,
 )
 from tmas.cli.model_options import ModelOptions, model_options
@@ -121,16 +121,17 @@ def solve(
             plan_choice = choice.record()
             err.print(f"plans scored before running:\n{describe_choice(plan_choice)}", markup=False)
             plugin = list(chooser.space.plugins) if chooser.space else []
-            config = auto_config(choice.chosen.config, seed, roles)
-            plan = plan_run(choice.chosen.spec, config, backend, plugin)
+            layers = [choice.chosen.config, {"seed": seed or 0, "roles": roles}]
+            plan = plan_run(choice.chosen.spec, layers, backend, plugin)
         else:
-            plan = setup_run(graph, plugin, given, set_values, roles, backend, prompts)
-        router = checked_router(plan.backend, plan.config)
+            layers = settings_layers(given, set_values, roles)
+            plan = setup_run(graph, plugin, layers, backend, prompts)
+        router = checked_router(plan)
     except (ValueError, ModelFileError) as exc:  # config, spec, backend or its server
         fail(error_line(exc))
         return
     run_id = run_id or new_run_id()
-    with open_manager(db, for_writing=True, router_factory=lambda *_: router) as manager:
+    with open_manager(db, for_writing=True, router_factory=lambda _: router) as manager:
         if manager.registry.exists(run_id):
             fail(f"a run with id {run_id!r} already exists; continue it with: tmas resume {run_id}")
         err.print(f"run {run_id} ({plan.name}, {plan.backend.describe()})", markup=False)

@@ -9,7 +9,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from tmas.graphs.run_plan import RunPlan
 from tmas.state import failed_calls_by_role, lost_roles
 from tmas.storage.run_registry import RunRecord
 from tmas.terminal import plain
@@ -82,7 +81,7 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
         >>> from rich.console import Console
         >>> from tmas.storage.run_registry import RunRecord
         >>> record = RunRecord("eval-3f2a9c1d-gsm8k-test-117", 0.0, "x" * 90, None, "tmas",
-        ...                    {}, {}, None, "finished", None, None)
+        ...                    status="finished")
         >>> console = Console(width=80, file=io.StringIO())
         >>> console.print(runs_table([(record, {}, "interrupted")]))
         >>> text = console.file.getvalue()
@@ -104,7 +103,7 @@ def runs_table(rows: list[tuple[RunRecord, dict[str, Any], str]]) -> Table:
     for record, state, status in rows:
         history = state.get("history") or [{"iteration": 0}]
         done = history[-1]["iteration"]
-        total = record.config.get("max_iterations", "?")
+        total = ((record.plan or {}).get("config") or {}).get("max_iterations", "?")
         created = time.strftime("%m-%d %H:%M", time.localtime(record.created_at))
         failed = sum(failed_calls_by_role(state.get("usage")).values())
         cells = [
@@ -143,57 +142,3 @@ def usage_table(usage: dict[str, Any]) -> Table:
             f"{counts.get('output_tokens', 0):,}",
         )
     return table
-
-
-def customisation_lines(customised: dict[str, Any], *, full_prompts: bool = False) -> list[str]:
-    """Lines naming the roles a run's topology declared and the prompts it overrode (with
-    ``full_prompts``, each override's whole text).
-
-    Example:
-        >>> customisation_lines({"roles": {"critic": {"max_tokens": 99, "model": "verifier"}},
-        ...                      "prompts": {"solver/system": "Be brief."}})
-        ['roles: critic (max 99 tokens, model of verifier)', 'prompts overridden: solver/system']
-    """
-    lines = []
-    roles = customised.get("roles") or {}
-    if roles:
-        described = []
-        for name, role in roles.items():
-            borrowed = f", model of {role['model']}" if role.get("model") else ""
-            described.append(f"{name} (max {role.get('max_tokens')} tokens{borrowed})")
-        lines.append("roles: " + ", ".join(described))
-    prompts = customised.get("prompts") or {}
-    if prompts:
-        lines.append("prompts overridden: " + ", ".join(sorted(prompts)))
-        if full_prompts:
-            for key in sorted(prompts):
-                lines += [f"--- {key}", prompts[key]]
-    return lines
-
-
-def plan_lines(plan: RunPlan) -> list[str]:
-    """Lines describing a run's plan: its digest and backend, the main model and each role's
-    model where it differs, its state channels and its plugins.
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> from tmas.graphs.run_plan import plan_run
-        >>> from tmas.llm.backend import BackendSpec
-        >>> lines = plan_lines(plan_run(load_bundled("majority_vote"), None,
-        ...                              BackendSpec(model="smollm2")))
-        >>> lines[1]
-        'models: solver=llamacpp:smollm2'
-    """
-    config = plan.config
-    sizes = f"N={config.n_candidates} M={config.n_verifications} T={config.max_iterations}"
-    lines = [f"plan {plan.digest()}: {plan.backend.describe()}, {sizes}, seed {config.seed}"]
-    main = plan.models.get("solver")
-    shown = [f"{r}={m}" for r, m in plan.models.items() if r == "solver" or m != main]
-    lines.append("models: " + ", ".join(shown))
-    if plan.channels:
-        described = [f"{name} ({c['reducer']})" for name, c in plan.channels.items()]
-        lines.append("channels: " + ", ".join(described))
-    if plan.plugins:
-        described = [f"{p.module} (sha256 {p.sha256 or '?'})" for p in plan.plugins]
-        lines.append("plugins: " + ", ".join(described))
-    return lines

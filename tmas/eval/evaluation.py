@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.eval.data import Problem
 from tmas.eval.identity import (
     EvaluationMismatch,
@@ -27,13 +26,11 @@ from tmas.eval.identity import (
 )
 from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
 from tmas.eval.results import ANSWERED, summarize
-from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_plan
-from tmas.graphs.run_plan import RunPlan, plan_run, saved_plan
-from tmas.graphs.spec import GraphSpec
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.graphs.run_plan import RunPlan, plan_router, plan_run, saved_plan
+from tmas.lifecycle.run_database import open_runs
 from tmas.llm.router import ModelRouter
-from tmas.storage import is_database_url, open_storage
+from tmas.storage import is_database_url
 
 RESULTS = "results.jsonl"
 SUMMARY = "summary.json"
@@ -48,37 +45,25 @@ class EvaluationStopped(RuntimeError):
 class Evaluation:
     """One evaluation: what runs, on what, where results go.
 
-    Every problem runs by ``plan`` (:func:`tmas.graphs.run_plan.plan_run`); a caller without
-    one gives ``spec``, ``config``, ``backend`` and ``plugins``, planned here once, exactly as
-    for a single run. ``db`` is a SQLite path or a ``postgresql://`` URL; on a Ray cluster of
-    several machines it must be a URL every node can reach.
+    Every problem runs by ``plan`` (:func:`tmas.graphs.run_plan.plan_run`). ``db`` is a
+    SQLite path or a ``postgresql://`` URL; on a Ray cluster of several machines it must be a
+    URL every node can reach.
     """
 
     problems: list[Problem]
-    spec: GraphSpec | None = None
-    config: TMASConfig | None = None
-    backend: BackendSpec | None = None
+    plan: RunPlan
     router: ModelRouter | None = None
     db: str | Path = ""
     out_dir: Path = Path()
-    plugins: list[str] = field(default_factory=list)
-    plan: RunPlan | None = None
     concurrency: int = 1
     max_concurrency: int | None = None
     ray_address: str | None = None
     on_row: Callable[[dict[str, Any]], None] | None = None
     chooser: Any = None
     """A :class:`tmas.orchrm.choice.PlanChooser` (``--graph auto``): each problem runs the plan
-    it chooses; ``spec`` is then only the first plan of its space (plugins, compile check)."""
+    it chooses; ``plan`` then stands for the run's backend, seed, role settings and plugins
+    (its topology is the first of the space's)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        if self.plan is None:
-            backend = self.backend or BackendSpec().resolved()
-            self.plan = plan_run(self.spec or load_bundled("tmas"), self.config, backend,
-                                 self.plugins)  # fmt: skip
-        self.spec, self.config = self.plan.topology, self.plan.config
-        self.backend, self.plugins = self.plan.backend, self.plan.plugin_refs()
 
     def _previous_rows(self) -> dict[str, dict[str, Any]]:
         path = self.out_dir / RESULTS
@@ -98,16 +83,20 @@ class Evaluation:
         ones when the run exists (a rerun never chooses again), else the chooser's."""
         if storage.registry.exists(run_id):
             record = storage.registry.get(run_id)
-            plan = saved_plan(record.plan, record.config, record.backend, record.topology)
-            return {"plan": plan, "plan_choice": (record.topology or {}).get("plan_choice")}
+            return {"plan": saved_plan(record), "plan_choice": record.provenance.get("plan_choice")}
         choice = self.chooser.choose(problem.problem)
-        config = choice.chosen.config.model_copy(update={"seed": self.config.seed})
-        plan = plan_run(choice.chosen.spec, config, self.backend, self.plugins)
-        return {"plan": plan, "plan_choice": choice.record()}
+        return {"plan": self.chosen_plan(choice.chosen), "plan_choice": choice.record()}
+
+    def chosen_plan(self, chosen: Any) -> RunPlan:
+        """The run plan of an orchestration plan the chooser picked: its topology and settings
+        with this evaluation's seed and role settings, on its backend and plugins."""
+        given = {"seed": self.plan.config.seed, "roles": self.plan.config.roles}
+        return plan_run(chosen.spec, [chosen.config, given], self.plan.backend,
+                        self.plan.plugin_refs())  # fmt: skip
 
     def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
         db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
-        storage = open_storage(self.db) if self.chooser is not None else None
+        storage = open_runs(self.db) if self.chooser is not None else None
         jobs = []
         try:
             for problem in self.problems:
@@ -156,7 +145,7 @@ class Evaluation:
     def _prepare_saved_runs(self, jobs: list[ProblemJob], *, correct: bool, check: bool) -> None:
         """With ``correct``, give the saved runs this evaluation's (corrected) model settings;
         with ``check``, refuse a folder whose saved runs were made with other settings."""
-        storage = open_storage(self.db)
+        storage = open_runs(self.db)
         try:
             for job in jobs:
                 if not storage.registry.exists(job.run_id):
@@ -171,10 +160,10 @@ class Evaluation:
     def _check_compiles(self) -> None:
         """Build the topology once with this evaluation's settings, so an unknown node
         parameter, planner or selection rule is refused before anything is saved."""
-        router = self.router or make_router(self.backend, self.config)
+        router = self.router or plan_router(self.plan)
         space = getattr(self.chooser, "space", None)
         for choice in space.plans if space is not None else ():
-            compile_plan(plan_run(choice.spec, choice.config, self.backend, self.plugins), router)
+            compile_plan(self.chosen_plan(choice), router)
         if self.chooser is None:
             compile_plan(self.plan, router)
 
@@ -188,7 +177,7 @@ class Evaluation:
         return {
             **{key: identity[key] for key in kept},
             "graph": "auto",
-            "config": {"seed": self.config.seed},
+            "config": {"seed": self.plan.config.seed},
             "auto": self.chooser.identity(),
         }
 
@@ -213,7 +202,7 @@ class Evaluation:
         correcting = check_identity(self.out_dir, identity, answered=answered)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         jobs = self._jobs(previous)
-        open_storage(self.db).close()  # create the schema once, before workers connect
+        open_runs(self.db).close()  # create (or upgrade) the schema once, before workers connect
         legacy = bool(previous) and read_identity(self.out_dir) is None  # saved before identities
         if correcting or legacy:
             self._prepare_saved_runs(jobs, correct=correcting, check=legacy)
@@ -240,9 +229,9 @@ class Evaluation:
         tmp.write_text("".join(json.dumps(r) + "\n" for r in ordered), encoding="utf-8")
         tmp.replace(self.out_dir / RESULTS)
         summary = {
-            "graph": "auto" if self.chooser is not None else self.spec.name,
-            "config": self.config.model_dump(mode="json"),
-            "backend": self.backend.describe(),
+            "graph": "auto" if self.chooser is not None else self.plan.name,
+            "config": self.plan.config.model_dump(mode="json"),
+            "backend": self.plan.backend.describe(),
             **summarize(ordered),
             "identity": identity,
         }

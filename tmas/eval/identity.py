@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tmas.config import EXECUTION_SETTINGS, TMASConfig
+from tmas.config import EXECUTION_SETTINGS, TMASConfig, canonical_settings
 from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
@@ -48,7 +48,8 @@ def _config(config: TMASConfig | dict[str, Any]) -> dict[str, Any]:
             config = TMASConfig(**config)
         except ValueError:
             return {k: v for k, v in config.items() if k not in NOT_RESULT_SETTINGS}
-    return config.model_dump(mode="json", exclude=set(NOT_RESULT_SETTINGS))
+    found = canonical_settings(config)  # budgets compare alike however they were spelt
+    return {k: v for k, v in found.items() if k not in NOT_RESULT_SETTINGS}
 
 
 def _backend(backend: BackendSpec | dict[str, Any]) -> dict[str, Any]:

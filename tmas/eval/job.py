@@ -6,6 +6,7 @@ the worker opens the run database and the models itself (or is handed a shared r
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,13 +15,13 @@ from typing import Any
 from tmas.eval.data import Problem
 from tmas.eval.identity import identity_changes, run_identity
 from tmas.eval.results import result_row
-from tmas.graphs.run_plan import RunPlan
+from tmas.graphs.run_plan import RunPlan, plan_router, saved_plan
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
-from tmas.llm.backend import make_router
+from tmas.lifecycle.run_database import open_runs
 from tmas.llm.errors import ModelCallError
 from tmas.llm.router import ModelRouter
-from tmas.storage import StorageError, open_storage
+from tmas.storage import StorageError
 from tmas.storage.run_registry import RunRecord
 
 
@@ -52,23 +53,28 @@ _ROUTERS: dict[str, ModelRouter] = {}
 
 
 def _worker_router(job: ProblemJob) -> ModelRouter:
-    """One router per backend and config in this process, reused by every job it runs."""
-    key = job.plan.backend.model_dump_json() + job.plan.config.model_dump_json()
+    """One router per backend, seed and role bindings in this process, reused by every job it
+    runs."""
+    plan = job.plan
+    key = json.dumps(
+        [
+            plan.backend.model_dump(mode="json"),
+            plan.config.seed,
+            {r: b.model_dump() for r, b in plan.bindings.items()},
+        ],
+        sort_keys=True,
+    )
     if key not in _ROUTERS:
-        _ROUTERS[key] = make_router(job.plan.backend, job.plan.config)
+        _ROUTERS[key] = plan_router(plan)
     return _ROUTERS[key]
 
 
 def settings_mismatch(record: RunRecord, job: ProblemJob) -> str | None:
     """Why a saved run of this problem cannot be continued as part of ``job``'s evaluation:
     the differences between its saved settings and the job's, or None."""
-    topology, plan = record.topology or {}, job.plan
-    saved_spec = topology.get("spec")
-    if saved_spec is None and record.graph == plan.name:  # saved before runs kept it
-        saved_spec = plan.topology
-    saved = run_identity(
-        record.graph, record.config, record.backend, saved_spec, topology.get("plugins") or []
-    )
+    saved_run, plan = saved_plan(record), job.plan
+    saved = run_identity(saved_run.name, saved_run.config, saved_run.backend, saved_run.topology,
+                         saved_run.plugin_refs())  # fmt: skip
     current = run_identity(plan.name, plan.config, plan.backend, plan.topology,
                            plan.plugin_refs())  # fmt: skip
     changes = identity_changes(saved, current)
@@ -104,11 +110,11 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
     either until a setting is fixed, see ``ModelCallError.fatal``)."""
     problem, run_id, name = job.problem, job.run_id, job.plan.name
     try:
-        storage = open_storage(job.db)
+        storage = open_runs(job.db)
     except StorageError as exc:
         return result_row(problem, run_id, name, {}, None, str(exc))
     shared = router or _worker_router(job)
-    manager = RunManager(storage, router_factory=lambda backend, config: shared)
+    manager = RunManager(storage, router_factory=lambda plan: shared)
     started = time.monotonic()
     error, fatal = None, False
     try:

@@ -142,6 +142,7 @@ def _delm_worker(
     max_tasks: Annotated[int, Field(ge=1, le=1000)] = 12,
     max_note_chars: Annotated[int, Field(ge=20)] = 600,
     poll_s: Annotated[float, Field(gt=0)] = 0.05,
+    judge_role: str = "verifier",
 ) -> DelmWorker:
     return DelmWorker(
         ctx,
@@ -150,6 +151,7 @@ def _delm_worker(
         max_tasks=max_tasks,
         max_note_chars=max_note_chars,
         poll_s=poll_s,
+        judge_role=judge_role,
     )
 
 

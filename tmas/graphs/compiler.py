@@ -18,34 +18,31 @@ from tmas.graphs.call_failures import RequireCandidate, record_failures, retry_p
 from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.edges import add_edge, add_plain_edges
 from tmas.graphs.pipeline import bodies, is_pipeline
-from tmas.graphs.run_plan import RunPlan, Settings, plan_run
+from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.graphs.traits import after_solvers
-from tmas.llm.backend import custom_backend
 from tmas.llm.router import ModelRouter
 from tmas.nodes.channels import ChannelSpec, state_schema
 from tmas.nodes.context import NodeContext
 from tmas.nodes.prompts import PromptSet
-from tmas.roles import RoleBook
 from tmas.state import ChainOutput
 
 
 @dataclass(frozen=True)
 class CompileSettings:
-    """What every node of one compiled topology shares: the run's config, models, templates,
-    roles and state channels (a run's plan, ready to build nodes from)."""
+    """What every node of one compiled topology shares: the run's config, models (with its
+    role bindings), templates and state channels (a run's plan, ready to build nodes from)."""
 
     config: TMASConfig
     router: ModelRouter
     prompts: PromptSet = field(default_factory=PromptSet)
-    roles: RoleBook = field(default_factory=RoleBook.registered)
     channels: Mapping[str, ChannelSpec] = field(default_factory=dict)
 
     @classmethod
     def of_plan(cls, plan: RunPlan, router: ModelRouter) -> CompileSettings:
-        """The settings a plan compiles with (its router told the plan's roles)."""
-        roles = plan.role_book()
-        return cls(plan.config, router.with_roles(roles), plan.prompt_set(), roles,
+        """The settings a plan compiles with: ``router``'s models serving the plan's own role
+        bindings."""
+        return cls(plan.config, router.with_bindings(plan.bindings), plan.prompt_set(),
                    plan.channel_specs())  # fmt: skip
 
     def node_context(self, node: NodeSpec) -> NodeContext:
@@ -60,7 +57,6 @@ class CompileSettings:
             prompts=self.prompts,
             role=role,
             group=node_type.prompt_group,
-            roles=self.roles,
             channels=self.channels,
             compile_body=lambda body: compile_body(body, self),
         )
@@ -200,26 +196,3 @@ def compile_plan(
     """
     graph = build_graph(plan.topology, CompileSettings.of_plan(plan, router))
     return graph.compile(checkpointer=checkpointer, store=store, name=plan.name)
-
-
-def compile_spec(
-    spec: GraphSpec,
-    config: Settings,
-    router: ModelRouter,
-    *,
-    checkpointer: BaseCheckpointSaver | None = None,
-    store: BaseStore | None = None,
-) -> CompiledStateGraph:
-    """Validate ``spec``, plan a run of it with ``router``'s models (:func:`plan_run`: the
-    spec's ``config:`` block under the settings ``config`` gives) and compile that plan.
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> router = ModelRouter(ScriptedChatModel())
-        >>> graph = compile_spec(load_bundled("majority_vote"), {"n_candidates": 3}, router)
-        >>> [len(record["answers"]) for record in graph.invoke({"problem": "9 + 9?"})["history"]]
-        [3]
-    """
-    plan = plan_run(spec, config, custom_backend(router.main, router.overrides))  # validates
-    return compile_plan(plan, router, checkpointer=checkpointer, store=store)

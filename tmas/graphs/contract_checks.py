@@ -12,7 +12,7 @@ from tmas.graphs.pipeline import bodies
 from tmas.graphs.registry import NodeType
 from tmas.graphs.spec import FanOut, GraphSpec, NodeSpec
 from tmas.nodes.channels import RUN_STATE_KEYS
-from tmas.nodes.prompts import template_fields
+from tmas.nodes.prompts import template_fields, template_key
 
 ANY_PROMPT = "*"
 FANOUT_FIELDS = {"over": ("problem", "iteration", "item", "index"), "copies": ("problem",
@@ -47,17 +47,6 @@ def task_fields(fanout: FanOut | None, state_keys: Collection[str]) -> set[str] 
     return given | set(fanout.with_)
 
 
-def prompt_key(role: str, group: str | None, name: str, templates: Mapping[str, str]) -> str:
-    """The template a node of ``role`` (its type's prompts in ``group``) renders as ``name``.
-
-    Example:
-        >>> prompt_key("critic", "verifier", "user", {"verifier/user": "x"})
-        'verifier/user'
-    """
-    own = f"{role}/{name}"
-    return own if group is None or own in templates else f"{group}/{name}"
-
-
 def _rendered(node: NodeSpec, node_type: NodeType, templates: Mapping[str, str]) -> dict:
     """Each template the node renders, by key, with the fields the node computes for it."""
     role = node.role or node_type.role or "solver"
@@ -65,7 +54,7 @@ def _rendered(node: NodeSpec, node_type: NodeType, templates: Mapping[str, str])
     found = {}
     for name, computed in node_type.prompts.items():
         if name != ANY_PROMPT:
-            found[prompt_key(role, group, name, templates)] = set(computed)
+            found[template_key(role, group, name, templates)] = set(computed)
     if ANY_PROMPT in node_type.prompts:
         for key in templates:
             prefix, _, name = key.partition("/")

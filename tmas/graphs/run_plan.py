@@ -8,7 +8,7 @@ evaluation's identity. Nothing downstream merges settings again.
 
 Example:
     >>> from tmas.graphs.bundled import load_bundled
-    >>> from tmas.llm.backend import BackendSpec
+    >>> from tmas.llm.backend import BackendSpec, make_router
     >>> plan = plan_run(load_bundled("majority_vote"), {"n_candidates": 3},
     ...                 BackendSpec(model="smollm2"))
     >>> plan.config.n_candidates, plan.config.max_iterations, plan.models["verifier"]
@@ -22,21 +22,24 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tmas.config import ConfigError, TMASConfig
+from tmas.config import ConfigError, TMASConfig, describe_validation_error, merged_config
 from tmas.graphs.catalog import run_plugins, spec_channels
 from tmas.graphs.pipeline import with_inline_bodies
 from tmas.graphs.plugin_files import plugin_digest, plugin_of
-from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.graphs.validate import validate_spec
-from tmas.llm.backend import BackendSpec
+from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.bindings import RoleBinding, described_models, resolve_bindings
+from tmas.llm.router import ModelRouter
 from tmas.memory.similarity import similarities_of
 from tmas.nodes.channels import ChannelSpec
 from tmas.nodes.control.selection_rules import selection_rule
 from tmas.nodes.prompts import PromptSet, builtin_templates
-from tmas.roles import BUILTIN_ROLES, RoleBook
+from tmas.roles import RoleBook
+from tmas.storage.run_registry import RunRecord
+from tmas.storage.sqlite import StorageError
 
 Settings = TMASConfig | Mapping[str, Any] | None
 
@@ -53,11 +56,13 @@ class PluginRef(BaseModel):
 
 class RunPlan(BaseModel):
     """Everything that determines one run: the topology (pipeline bodies inline, prompt
-    overrides in it), the resolved config, the backend, the model of every role, the roles and
-    state channels the run knows, every prompt template it can render, and its plugins.
+    overrides in it), the resolved config, the backend, the binding of every role (model,
+    endpoint, temperature, budget, adapter: what its calls are made with), the roles and state
+    channels the run knows, every prompt template it can render, and its plugins.
 
     Frozen and plain data: it round-trips through JSON (``model_dump(mode="json")``), which is
-    how a run keeps it.
+    how a run keeps it. A plan saved before plans held bindings (it held each role's model as
+    text, ``models``) gets them from its own config, backend and roles when it is read.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -65,16 +70,44 @@ class RunPlan(BaseModel):
     topology: GraphSpec
     config: TMASConfig
     backend: BackendSpec
-    models: dict[str, str] = Field(default_factory=dict)
+    bindings: dict[str, RoleBinding] = Field(default_factory=dict)
     roles: dict[str, dict[str, Any]] = Field(default_factory=dict)
     channels: dict[str, dict[str, Any]] = Field(default_factory=dict)
     prompts: dict[str, str] = Field(default_factory=dict)
     plugins: list[PluginRef] = Field(default_factory=list)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _bindings_of_older_plans(cls, data: Any) -> Any:
+        """A plan saved with ``models`` (text) instead of bindings: bindings resolved from its
+        own config, backend and roles (what its calls were made with)."""
+        if not isinstance(data, dict) or "bindings" in data:
+            return data
+        data = dict(data)
+        data.pop("models", None)
+        try:
+            config, backend = TMASConfig(**data["config"]), BackendSpec(**data["backend"])
+            roles = RoleBook.from_declarations(data.get("roles") or {})
+        except (KeyError, TypeError, ValueError):
+            return data  # left for validation to name
+        data["bindings"] = backend_bindings(config, backend, roles)
+        return data
+
     @property
     def name(self) -> str:
         """The topology's name."""
         return self.topology.name
+
+    @property
+    def models(self) -> dict[str, str]:
+        """Each role's model as one line (``kind:model @ URL + ADAPTER``).
+
+        Example:
+            >>> from tmas.graphs.bundled import load_bundled
+            >>> plan_run(load_bundled("tmas"), None, BackendSpec(model="qwen")).models["summary"]
+            'llamacpp:qwen'
+        """
+        return described_models(self.bindings)
 
     def role_book(self) -> RoleBook:
         """The roles of this run."""
@@ -109,62 +142,106 @@ class RunPlan(BaseModel):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
     def revised(
-        self, *, config: TMASConfig | None = None, backend: BackendSpec | None = None
+        self,
+        settings: Settings | Sequence[Settings] = None,
+        *,
+        backend: BackendSpec | Mapping[str, Any] | None = None,
     ) -> RunPlan:
-        """This plan with another config or backend (a resume with corrected model settings, a
-        fork's changed settings); the models of the roles follow.
+        """This plan changed: ``settings`` merged over its config (:func:`merged_config`, the
+        one merge: a fork's ``--set``, a served run's seed, a resume's corrected role models)
+        and ``backend`` (a ``BackendSpec`` replaces it; a mapping changes the fields it names,
+        ``engine_args`` merged); the bindings follow. ConfigError names a setting that cannot
+        work.
 
         Example:
             >>> from tmas.graphs.bundled import load_bundled
             >>> plan = plan_run(load_bundled("tmas"), None, BackendSpec(model="smollm2"))
-            >>> plan.revised(backend=BackendSpec(model="qwen")).models["solver"]
-            'llamacpp:qwen'
+            >>> plan.revised(backend={"model": "qwen"}).bindings["solver"].model
+            'qwen'
+            >>> plan.revised({"verifier_max_tokens": 64}).bindings["verifier"].max_tokens
+            64
         """
-        config = config or self.config
-        backend = backend or self.backend
-        config.check_roles(self.role_book())
-        models = role_models(config, backend, self.role_book())
-        return self.model_copy(update={"config": config, "backend": backend, "models": models})
+        config = self.config if settings is None else merged_config(self.config, *_layers(settings))
+        chosen = self.backend if backend is None else revised_backend(self.backend, backend)
+        roles = self.role_book()
+        bindings = backend_bindings(config, chosen, roles)
+        return self.model_copy(update={"config": config, "backend": chosen, "bindings": bindings})
 
 
-def role_models(config: TMASConfig, backend: BackendSpec, roles: RoleBook) -> dict[str, str]:
-    """The model that plays each role: the role's own override, else that of the role whose
-    model it borrows, else the backend's.
+def plan_router(plan: RunPlan) -> ModelRouter:
+    """The models of a run, built from its plan's role bindings on its backend
+    (:func:`tmas.llm.backend.make_router`): what a run manager builds a saved run's models with.
 
     Example:
-        >>> from tmas.config import RoleModel
-        >>> config = TMASConfig(roles={"verifier": RoleModel(model="judge")})
-        >>> models = role_models(config, BackendSpec(kind="openai", base_url="http://h/v1",
-        ...                      model="m"), RoleBook.registered())
-        >>> models["solver"], models["proof_judge"]
-        ('openai:m @ http://h/v1', 'openai:judge @ http://h/v1')
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> plan = plan_run(load_bundled("tmas"), {"verifier_max_tokens": 32},
+        ...                 BackendSpec(kind="openai", model="m", base_url="http://127.0.0.1:9/v1"))
+        >>> plan_router(plan).binding("verifier").max_tokens
+        32
     """
-    models = {}
-    for role in dict.fromkeys([*BUILTIN_ROLES, *roles, *config.roles]):
-        override = config.roles.get(role) or config.roles.get(roles.model_key(role))
-        model = (override.model if override else None) or backend.model or "default"
-        url = (override.base_url if override else None) or backend.base_url
-        adapter = (override.adapter if override else None) or backend.adapter
-        models[role] = (f"{backend.kind}:{model}" + (f" @ {url}" if url else "")
-                        + (f" + {adapter}" if adapter and adapter != "none" else ""))  # fmt: skip
-    return models
+    return make_router(plan.backend, plan.bindings, plan.config.seed)
+
+
+def revised_backend(backend: BackendSpec, changes: BackendSpec | Mapping[str, Any]) -> BackendSpec:
+    """``backend`` with ``changes``: a ``BackendSpec`` replaces it; a mapping changes the
+    fields it names (``engine_args`` merged into the saved ones), the default local model
+    named; a base URL makes an embedded or custom backend an OpenAI-compatible one. ConfigError
+    for a value that cannot work.
+
+    Example:
+        >>> revised_backend(BackendSpec(kind="vllm", model="m", engine_args={"dtype": "half"}),
+        ...                 {"engine_args": {"enforce_eager": True}}).engine_args
+        {'dtype': 'half', 'enforce_eager': True}
+    """
+    if isinstance(changes, BackendSpec):
+        return changes
+    values = {**backend.model_dump(), **changes}
+    if "engine_args" in changes:
+        values["engine_args"] = {**backend.engine_args, **changes["engine_args"]}
+    if values.get("base_url") and values.get("kind") in ("llamacpp", "custom"):
+        values["kind"] = "openai"  # a URL names a server (models passed from Python move there)
+    try:
+        return BackendSpec(**values).resolved()
+    except ValidationError as exc:
+        raise ConfigError(f"invalid backend: {describe_validation_error(exc)}") from None
+
+
+def backend_bindings(
+    config: TMASConfig, backend: BackendSpec, roles: RoleBook
+) -> dict[str, RoleBinding]:
+    """Every role's binding on ``backend`` (:func:`tmas.llm.bindings.resolve_bindings`).
+
+    Example:
+        >>> found = backend_bindings(TMASConfig(), BackendSpec(model="qwen"), RoleBook.builtin())
+        >>> found["verifier"].describe(), found["verifier"].max_tokens
+        ('llamacpp:qwen', 256)
+    """
+    return resolve_bindings(config, roles, kind=backend.kind, model=backend.model,
+                            base_url=backend.base_url, adapter=backend.adapter)  # fmt: skip
+
+
+def _layers(settings: Settings | Sequence[Settings]) -> list[Settings]:
+    """Settings given as one layer or as layers in rising priority."""
+    if isinstance(settings, list | tuple):
+        return list(settings)
+    return [settings]
 
 
 def plan_run(
     topology: GraphSpec,
-    settings: Settings,
+    settings: Settings | Sequence[Settings],
     backend: BackendSpec,
     plugins: Sequence[str] = (),
 ) -> RunPlan:
-    """The plan of a run of ``topology`` (validated first): its ``config:`` block under ``settings``
-    (:func:`tmas.graphs.settings.topology_config`, the one place settings merge), the roles its
-    spec declares beside the registered ones, its channels, every template it can render, and
-    the plugins it loads (those named, then those whose registrations it uses) with digests.
-    ConfigError names a setting that cannot work (an unknown role, selection rule or
-    similarity).
+    """The plan of a run of ``topology`` (validated first): its ``config:`` block under
+    ``settings`` (one layer, or layers in rising priority; :func:`merged_config`, the one
+    merge), the roles its spec declares beside the registered ones and the binding of each,
+    its channels, every template it can render, and the plugins it loads (those named, then
+    those whose registrations it uses) with digests. ConfigError names a setting that cannot
+    work (an unknown role, selection rule or similarity, an adapter off the hf backend).
     """
     spec = with_inline_bodies(validate_spec(topology))  # saved whole: no file to resume with
-    config = topology_config(spec, settings)
+    config = merged_config(spec.config, *_layers(settings))
     roles = spec_roles(spec)
     config.check_roles(roles)
     try:
@@ -202,7 +279,7 @@ def _assembled(
         topology=spec,
         config=config,
         backend=backend,
-        models=role_models(config, backend, roles),
+        bindings=backend_bindings(config, backend, roles),
         roles=roles.declarations(),
         channels={name: c.record() for name, c in spec_channels(spec).items()},
         prompts={**builtin_templates(), **spec.prompts},
@@ -210,28 +287,48 @@ def _assembled(
     )
 
 
-def saved_plan(
-    plan: Mapping[str, Any] | None,
-    config: Mapping[str, Any],
-    backend: Mapping[str, Any],
-    topology: Mapping[str, Any] | None,
-) -> RunPlan:
-    """The plan of a saved run: the plan it saved, or for a run saved before runs kept plans,
-    one made of its saved config (as it was resolved then: nothing merged), backend, topology
-    and plugins, with today's templates. Nothing is imported: whoever compiles it loads its
-    plugins (:meth:`RunPlan.plugin_refs`).
+def saved_plan(record: RunRecord) -> RunPlan:
+    """The plan a saved run runs by, as it saved it; StorageError for a run saved before runs
+    kept plans whose settings could not be read when its database was upgraded (the reason is
+    in its record).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.storage.run_registry import RunRecord
         >>> plan = plan_run(load_bundled("rsa"), None, BackendSpec(model="smollm2"))
-        >>> saved_plan(plan.record(), {}, {}, None) == plan
+        >>> saved_plan(RunRecord("r", 0.0, "1+1?", None, "rsa", plan=plan.record())) == plan
         True
     """
-    if plan is not None:
-        return RunPlan.model_validate(plan)
+    if record.plan is None:
+        raise StorageError(
+            f"run {record.run_id} was saved before runs kept their plans, and its settings "
+            f"could not be read: {record.error or 'no settings saved'}"
+        )
+    return RunPlan.model_validate(record.plan)
+
+
+def legacy_plan(
+    graph: str,
+    config: Mapping[str, Any],
+    backend: Mapping[str, Any],
+    topology: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The plan of a run saved before runs kept plans, as plain data: its saved config (as it
+    was resolved then: nothing merged), backend, topology (for runs saved before topologies
+    were, the bundled one of its ``graph`` name) and plugins, with today's templates. What a
+    run database's upgrade saves in their place (:func:`tmas.storage.open_storage`'s
+    ``upgrade``); nothing is imported.
+
+    Example:
+        >>> plan = legacy_plan("pacore", {"n_candidates": 2, "verifier_max_tokens": 64},
+        ...                    {"kind": "llamacpp", "model": "qwen"}, None)
+        >>> plan["topology"]["name"], plan["bindings"]["verifier"]["max_tokens"]
+        ('pacore', 64)
+    """
     from tmas.graphs.bundled import load_bundled
 
-    topology = topology or {"spec": load_bundled("tmas").model_dump(by_alias=True)}
-    spec = parse_spec(topology["spec"])
-    return _assembled(spec, TMASConfig(**config), BackendSpec(**backend), spec_roles(spec),
+    topology = topology or {}
+    spec = parse_spec(topology.get("spec") or load_bundled(graph).model_dump(by_alias=True))
+    plan = _assembled(spec, TMASConfig(**config), BackendSpec(**backend), spec_roles(spec),
                       list(topology.get("plugins", [])))  # fmt: skip
+    return plan.record()

@@ -19,9 +19,9 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.graphs.bundled import bundled_names, load_bundled
 from tmas.graphs.compiler import compile_plan
-from tmas.graphs.run_plan import plan_run
+from tmas.graphs.run_plan import plan_router, plan_run
 from tmas.graphs.traits import spec_needs_internals
-from tmas.llm.backend import backend_from_env, make_router
+from tmas.llm.backend import backend_from_env
 from tmas.nodes.prompts import builtin_templates
 
 # Read at import, when the server loads this module: a factory called for each run in the
@@ -37,7 +37,7 @@ builtin_templates()
 def served_graph(name: str) -> CompiledStateGraph:
     """Bundled topology ``name`` with its own settings and the environment's backend."""
     plan = plan_run(SPECS[name], None, backend_from_env())
-    return compile_plan(plan, make_router(plan.backend, plan.config))
+    return compile_plan(plan, plan_router(plan))
 
 
 def _factory(name: str) -> Callable[[], CompiledStateGraph]:

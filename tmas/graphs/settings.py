@@ -1,8 +1,9 @@
 """A topology's settings: its spec's ``config:`` block under the settings a caller gives.
 
 A run's config is resolved once, by :func:`tmas.graphs.run_plan.plan_run` (which the command
-line, the Python API, ``tmas serve`` and evaluations call), with :func:`topology_config`, so a
-topology behaves the same however it is started.
+line, the Python API, ``tmas serve`` and evaluations call), through
+:func:`tmas.config.merged_config`, the one merge of settings; this is the same resolution for
+a caller who wants the config alone.
 """
 
 from __future__ import annotations
@@ -12,21 +13,6 @@ from typing import Any
 
 from tmas.config import TMASConfig, merged_config
 from tmas.graphs.spec import GraphSpec
-
-
-def given_settings(config: TMASConfig | Mapping[str, Any] | None) -> dict[str, Any]:
-    """The settings a caller chose: a mapping as it is, or the fields a ``TMASConfig`` was
-    given explicitly (defaults it did not set give way to the topology's own).
-
-    Example:
-        >>> given_settings(TMASConfig(n_candidates=2)), given_settings(None)
-        ({'n_candidates': 2}, {})
-    """
-    if config is None:
-        return {}
-    if isinstance(config, TMASConfig):
-        return {name: getattr(config, name) for name in config.model_fields_set}
-    return dict(config)
 
 
 def topology_config(
@@ -44,4 +30,4 @@ def topology_config(
         >>> topology_config(load_bundled("self_refine"), {"n_verifications": 2}).n_verifications
         2
     """
-    return merged_config(spec.config, given_settings(config))
+    return merged_config(spec.config, config)

@@ -98,8 +98,22 @@ class RoleDecl(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_tokens: int = Field(ge=1, le=262_144)
-    model: str | None = None
+    model_of: str | None = Field(
+        default=None, description="the role whose model this one borrows (None: the main model)"
+    )
     description: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_spelling(cls, data: Any) -> Any:
+        """Accept ``model:``, the older spelling of ``model_of:``."""
+        if isinstance(data, dict) and "model" in data:
+            data = dict(data)
+            found = data.pop("model")
+            if data.get("model_of") not in (None, found):
+                raise ValueError("give model_of (model is its older spelling), not both")
+            data["model_of"] = found
+        return data
 
 
 class ChannelDecl(BaseModel):

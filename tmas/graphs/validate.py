@@ -160,8 +160,8 @@ def _role_and_prompt_problems(spec: GraphSpec, outer_roles: frozenset[str]) -> l
     for name, role in spec.roles.items():
         if name in BUILTIN_ROLES:
             problems.append(f"roles.{name}: a built-in role cannot be redeclared")
-        if role.model is not None and role.model not in known:
-            problems.append(f"roles.{name}: borrows the model of unknown role {role.model!r}")
+        if role.model_of is not None and role.model_of not in known:
+            problems.append(f"roles.{name}: borrows the model of unknown role {role.model_of!r}")
     for node in spec.nodes:
         if node.role is not None and node.role not in known:
             problems.append(

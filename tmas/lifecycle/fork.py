@@ -6,7 +6,6 @@ from __future__ import annotations
 from contextlib import closing
 from typing import Any
 
-from tmas.config import merged_config
 from tmas.lifecycle.history import iteration_records, latest_run_states
 from tmas.lifecycle.manager import RunManager, iteration_end_node
 from tmas.nodes.control.stop_rules import early_conditions, first_holding
@@ -55,12 +54,11 @@ def fork_run(
     parent = manager.registry.get(parent_id)
     if manager.registry.exists(new_id):
         raise ForkError(f"a run with id {new_id!r} already exists")
-    plan = manager.plan_of(parent)
     try:
-        config = merged_config(plan.config.model_dump(mode="json"), updates or {})
-        plan = plan.revised(config=config)
+        plan = manager.plan_of(parent).revised(updates or {})
     except ValueError as exc:
         raise ForkError(str(exc)) from None
+    config = plan.config
     if iteration >= config.max_iterations:
         raise ForkError(
             f"iteration {iteration} is the last of {config.max_iterations}: fork from an earlier "
@@ -77,14 +75,13 @@ def fork_run(
                 f"the loop's stop condition {holding!r} already holds after iteration "
                 f"{iteration}, so the fork would stop at once: fork from an earlier iteration"
             )
-    extra = {k: v for k, v in (parent.topology or {}).items() if k in ("plan_choice", "origin")}
     manager.registry.create(
         new_id,
         problem=parent.problem,
         gold_answer=parent.gold_answer,
         plan=plan.record(),
         parent_run_id=parent_id,
-        topology=extra,
+        provenance=parent.provenance,
         documents=parent.documents,
     )
     graph.update_state({"configurable": {"thread_id": new_id}}, seeded, as_node=end_node)

@@ -10,12 +10,11 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from tmas.config import TMASConfig
-from tmas.graphs.bundled import load_bundled
 from tmas.graphs.compiler import compile_plan
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.pipeline import pipeline_nodes
 from tmas.graphs.plugin_files import load_plugin
-from tmas.graphs.run_plan import RunPlan, Settings, plan_run, saved_plan
+from tmas.graphs.run_plan import RunPlan, Settings, plan_router, saved_plan
 from tmas.graphs.spec import GraphSpec
 from tmas.graphs.traits import nodes_where, solver_nodes, spec_uses_store
 from tmas.lifecycle.history import saved_state
@@ -29,7 +28,7 @@ from tmas.lifecycle.run_stream import (
     stream_pass,
 )
 from tmas.lifecycle.solver_replay import solver_replay
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
@@ -96,20 +95,21 @@ class RunManager:
     """Creates, continues and inspects runs stored in one run database (a Storage, or a SQLite
     connection).
 
-    ``router_factory`` turns a saved backend into models; tests pass one that returns fakes.
+    ``router_factory`` turns a run's plan into its models (default:
+    :func:`tmas.graphs.run_plan.plan_router`, from the plan's role bindings); tests pass one
+    that returns fakes.
     """
 
-    def __init__(self, storage: Storage | Any, router_factory: Any = None) -> None:
+    def __init__(
+        self, storage: Storage | Any, router_factory: Callable[[RunPlan], ModelRouter] | None = None
+    ) -> None:
         self.storage = as_storage(storage)
         self.registry = self.storage.registry
-        self.router_factory = router_factory or (
-            lambda backend, config: make_router(BackendSpec(**backend), config)
-        )
+        self.router_factory = router_factory or plan_router
 
     def plan_of(self, record: RunRecord) -> RunPlan:
-        """The plan a saved run runs by: the one it saved, or for a run saved before runs kept
-        plans, one made of its saved settings (:func:`tmas.graphs.run_plan.saved_plan`)."""
-        return saved_plan(record.plan, record.config, record.backend, record.topology)
+        """The plan a saved run runs by (:func:`tmas.graphs.run_plan.saved_plan`)."""
+        return saved_plan(record)
 
     def graph_for(self, plan: RunPlan, max_concurrency: int | None = None) -> CompiledStateGraph:
         """The compiled graph of a run's plan, with at most ``max_concurrency`` LLM calls in
@@ -118,8 +118,7 @@ class RunManager:
         plugins are imported first."""
         for ref in plan.plugin_refs():
             load_plugin(ref)
-        backend = plan.backend.model_dump(mode="json")
-        router: ModelRouter = self.router_factory(backend, plan.config)
+        router: ModelRouter = self.router_factory(plan)
         if max_concurrency is None:
             max_concurrency = plan.backend.default_concurrency()
         router = router.limited_to(max_concurrency)
@@ -132,11 +131,7 @@ class RunManager:
         *,
         problem: str,
         gold_answer: str | None,
-        plan: RunPlan | None = None,
-        config: Settings = None,
-        backend: BackendSpec | None = None,
-        spec: GraphSpec | None = None,
-        plugins: list[str] | None = None,
+        plan: RunPlan,
         documents: list[str] | None = None,
         show_progress: bool = True,
         max_concurrency: int | None = None,
@@ -148,27 +143,21 @@ class RunManager:
     ) -> RunOutcome:
         """Register a new run and run it to the end (nothing is saved if the backend is bad).
 
-        The run follows ``plan`` (:func:`tmas.graphs.run_plan.plan_run`), saved with it; a
-        caller without one gives ``spec`` (default: TMAS), ``config``, ``backend`` and
-        ``plugins``, planned here the same way.
+        The run follows ``plan`` (:func:`tmas.graphs.run_plan.plan_run`), saved with it.
 
         ``on_event`` receives the agents' live events (:mod:`tmas.nodes.events`);
         ``review`` pauses the run after each iteration (see ``Reviewer``); ``plan_choice``
-        (:mod:`tmas.orchrm.choice`) is saved with the topology: the candidate plans and scores
-        that chose it; ``origin`` names what started the run (``serve``), saved with it too.
+        (:mod:`tmas.orchrm.choice`) is saved as the run's provenance: the candidate plans and
+        scores that chose it; ``origin`` names what started the run (``serve``), saved too.
         Setting ``stop`` ends the run at once with :class:`RunCancelled` (it stays resumable).
         """
-        if plan is None:
-            chosen = backend if backend is not None else BackendSpec().resolved()
-            plan = plan_run(spec or load_bundled("tmas"), config, chosen, plugins or [])
-        extra = {"plan_choice": plan_choice, "origin": origin}
         graph = self.graph_for(plan, max_concurrency)
         self.registry.create(
             run_id,
             problem=problem,
             gold_answer=gold_answer,
             plan=plan.record(),
-            topology={key: value for key, value in extra.items() if value is not None},
+            provenance={"plan_choice": plan_choice, "origin": origin},
             documents=documents,
         )
         return self._drive(self.registry.get(run_id), graph, plan, show_progress, on_event,
@@ -182,15 +171,17 @@ class RunManager:
         max_concurrency: int | None = None,
         on_event: EventSink | None = None,
         review: Reviewer | None = None,
-        settings: tuple[dict[str, Any], dict[str, Any]] | None = None,
+        settings: Settings | None = None,
+        backend: BackendSpec | dict[str, Any] | None = None,
         stop: threading.Event | None = None,
     ) -> RunOutcome:
         """Continue a saved run from its last checkpoint (a finished run is returned as is, its
         memory items and proof grade saved if a stop came between its end and theirs);
         a run stopped because every solver call of an iteration failed makes those calls again.
 
-        ``settings`` (config, backend) replace the saved ones first: corrected model settings
-        after a run stopped on an unknown model, a moved server or a context too small."""
+        ``settings`` and ``backend`` revise the saved plan first (:meth:`RunPlan.revised`):
+        corrected model settings after a run stopped on an unknown model, a moved server or a
+        context too small."""
         record = self.registry.get(run_id)
         state = saved_state(self.storage, run_id)
         if state.get("stop_reason"):  # finished; what follows a finish is done (once) now
@@ -206,9 +197,8 @@ class RunManager:
                 "stop that process first (or wait for it)"
             )
         plan = self.plan_of(record)
-        if settings is not None:
-            config, backend = settings
-            plan = plan.revised(config=TMASConfig(**config), backend=BackendSpec(**backend))
+        if settings is not None or backend is not None:
+            plan = plan.revised(settings, backend=backend)
             self.registry.set_plan(run_id, plan.record())
             record = self.registry.get(run_id)
         graph = self.graph_for(plan, max_concurrency)

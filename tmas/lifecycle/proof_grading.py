@@ -20,6 +20,8 @@ from tmas.nodes.prompts import PromptSet
 from tmas.seeding import derive_seed
 from tmas.state import failed
 
+JUDGE_ROLE = "proof_judge"
+
 
 def judge_call(
     config: TMASConfig,
@@ -28,21 +30,23 @@ def judge_call(
     proof: str,
     index: int,
     prompts: PromptSet | None = None,
+    max_tokens: int = 512,
 ) -> ModelCall:
-    """The judge's call for one proof (its template from the run's ``prompts``).
+    """The judge's call for one proof (its template from the run's ``prompts``, its answer
+    budget the ``proof_judge`` role's binding's).
 
     Example:
         >>> call = judge_call(TMASConfig(), "1 is odd", "1 = 2*0 + 1.", "Trivially.", 0)
-        >>> call.role, call.prompt, "Trivially." in call.user
-        ('proof_judge', 'judge/proof_rubric', True)
+        >>> call.role, call.prompt, "Trivially." in call.user, call.max_tokens
+        ('proof_judge', 'judge/proof_rubric', True, 512)
     """
     return ModelCall(
-        "proof_judge",
+        JUDGE_ROLE,
         "You are a strict grader of mathematical proofs.",
         (prompts or PromptSet()).render(
             "judge/proof_rubric", problem=problem, reference=reference, proof=proof
         ),
-        config.max_tokens_for("proof_judge"),
+        max_tokens,
         derive_seed(config.seed, "judge", index),
         prompt="judge/proof_rubric",
     )
@@ -93,6 +97,7 @@ def grade_proof_run(
     judged (None when no judgement succeeded), the failed judgements and the chosen proof's
     grade."""
     chosen = (state.get("extras") or {}).get("proof_choice")
+    budget = router.binding(JUDGE_ROLE).max_tokens
     candidates = sorted(state.get("candidates") or [], key=lambda c: c["index"])
     grades = []
     for candidate in candidates:
@@ -101,7 +106,8 @@ def grade_proof_run(
                            "no_proof": True})  # fmt: skip
             continue
         index = candidate["index"]
-        call = judge_call(config, state["problem"], reference, candidate["text"], index, prompts)
+        call = judge_call(config, state["problem"], reference, candidate["text"], index, prompts,
+                          budget)  # fmt: skip
         grades.append({"index": candidate["index"], **grade_one(router, call)})
     judged = [g for g in grades if g["verdict"] != "unknown" and not g.get("no_proof")]
     passed = sum(g["verdict"] == "correct" for g in judged)
@@ -115,7 +121,7 @@ def grade_proof_run(
         final = same[0] if same else {
             "index": chosen["index"],
             **grade_one(router, judge_call(config, state["problem"], reference,
-                                           chosen["text"], -1, prompts)),
+                                           chosen["text"], -1, prompts, budget)),
         }  # fmt: skip
     return {"candidates": grades, "pass_at_1": passed / len(grades) if grades else None,
             "pass_at_1_judged": passed / len(judged) if judged else None,

@@ -43,7 +43,7 @@ def after_finish(
     config, prompts = plan.config, plan.prompt_set()
     extras = final.get("extras") or {}
     if config.proof and record.gold_answer and "proof_grade" not in extras:  # graded once
-        router = manager.router_factory(plan.backend.model_dump(mode="json"), config)
+        router = manager.router_factory(plan).with_bindings(plan.bindings)
         grade = grade_proof_run(router, config, final, record.gold_answer, prompts)
         graph.update_state(cfg, {"extras": {"proof_grade": grade}, "usage": judge_usage(grade)})
         final = saved_state(manager.storage, record.run_id)

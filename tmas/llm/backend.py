@@ -10,7 +10,7 @@ from typing import Any, Literal
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from tmas.config import RoleModel, TMASConfig
+from tmas.llm.bindings import RoleBinding
 from tmas.llm.router import ModelRouter, describe_model
 from tmas.roles import Role
 
@@ -193,7 +193,7 @@ def require_module(module: str, hint: str) -> None:
 
 
 def _openai_model(
-    base_url: str, model: str, spec: BackendSpec, max_tokens: int, temperature: float
+    base_url: str, model: str, spec: BackendSpec, max_tokens: int, temperature: float | None
 ) -> BaseChatModel:
     from tmas.llm.openai_compat import make_openai_chat_model
 
@@ -208,7 +208,9 @@ def _openai_model(
     )
 
 
-def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
+def _vllm_model(
+    spec: BackendSpec, max_tokens: int, temperature: float | None, seed: int
+) -> BaseChatModel:
     from tmas.llm.vllm.models import INSTALL_HINT, in_process_chat_model, server_chat_model
 
     require_module("vllm", INSTALL_HINT)
@@ -217,8 +219,8 @@ def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
             spec.model,
             spec.engine_args,
             spec.n_ctx,
-            max_tokens=config.solver_max_tokens,
-            temperature=config.temperature,
+            max_tokens=max_tokens,
+            temperature=temperature,
             timeout_s=spec.timeout_s,
             api_key_env=spec.api_key_env,
         )
@@ -226,14 +228,16 @@ def _vllm_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         spec.model,
         spec.engine_args,
         spec.n_ctx,
-        max_tokens=config.solver_max_tokens,
-        temperature=config.temperature,
-        seed=config.seed,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        seed=seed,
         timeout_s=spec.timeout_s,
     )
 
 
-def _hf_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
+def _hf_model(
+    spec: BackendSpec, max_tokens: int, temperature: float | None, seed: int
+) -> BaseChatModel:
     from tmas.llm.hf.model_loading import INSTALL_HINT
 
     for module in ("torch", "transformers"):
@@ -248,17 +252,34 @@ def _hf_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         model=spec.model or "default",
         adapter=spec.adapter,
         device=spec.device,
-        max_tokens=config.solver_max_tokens,
-        temperature=config.temperature,
-        seed=config.seed,
+        max_tokens=max_tokens,
+        temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
+        seed=seed,
     )
 
 
-def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
-    """The main chat model of ``spec`` (the solver's, and every role's without an override).
+DEFAULT_TEMPERATURE = 0.7
+"""The sampling temperature of a model built with none (the default of ``temperature``)."""
+
+
+def make_chat_model(
+    spec: BackendSpec,
+    *,
+    max_tokens: int,
+    temperature: float | None = DEFAULT_TEMPERATURE,
+    seed: int = 0,
+) -> BaseChatModel:
+    """The chat model of ``spec`` (its ``model`` on its ``kind``), answering with at most
+    ``max_tokens`` tokens at ``temperature`` unless a call says otherwise.
 
     Raises ``ValueError`` for settings that cannot work (an openai backend without a URL), and
     ``CustomModelError`` for models a Python caller passed.
+
+    Example:
+        >>> make_chat_model(BackendSpec(kind="openai", model="m"), max_tokens=8)
+        Traceback (most recent call last):
+        ...
+        ValueError: the openai backend needs --base-url and --model
     """
     if spec.kind == "custom":
         raise CustomModelError(
@@ -269,13 +290,11 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
     if spec.kind == "openai":
         if not spec.base_url or not spec.model:
             raise ValueError("the openai backend needs --base-url and --model")
-        return _openai_model(
-            spec.base_url, spec.model, spec, config.solver_max_tokens, config.temperature
-        )
+        return _openai_model(spec.base_url, spec.model, spec, max_tokens, temperature)
     if spec.kind in VLLM_KINDS:
-        return _vllm_model(spec, config)
+        return _vllm_model(spec, max_tokens, temperature, seed)
     if spec.kind == "hf":
-        return _hf_model(spec, config)
+        return _hf_model(spec, max_tokens, temperature, seed)
     require_module("llama_cpp", "pip install 'tmas[local]'")
     from tmas.llm.llamacpp import ChatLlamaCpp
     from tmas.llm.model_files import resolve_local_model
@@ -286,63 +305,48 @@ def make_main_model(spec: BackendSpec, config: TMASConfig) -> BaseChatModel:
         n_threads=spec.n_threads,
         engine=spec.engine,
         max_sequences=spec.max_sequences,
-        max_tokens=config.solver_max_tokens,
-        temperature=config.temperature,
-        seed=config.seed,
+        max_tokens=max_tokens,
+        temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
+        seed=seed,
     )
 
 
-def _client_budget(config: TMASConfig, role: Role) -> int:
-    """The answer budget a role's own client defaults to (each call sends its own): the role's,
-    where this process knows it, else the solver's (a role a topology declares)."""
-    try:
-        return config.max_tokens_for(role)
-    except ValueError:
-        return config.solver_max_tokens
-
-
-def _role_adapter_model(
-    spec: BackendSpec, config: TMASConfig, role: Role, settings: RoleModel
-) -> BaseChatModel:
-    """The hf model of a role with its own adapter (``none``: the base weights), on the role's
-    own model when it names one."""
-    if spec.kind != "hf" or settings.base_url is not None:
-        served = "a served model" if settings.base_url is not None else spec.kind
-        raise ValueError(f"the {role} role's adapter needs the hf backend, not {served}")
-    own = None if settings.adapter == "none" else settings.adapter
-    update = {"adapter": own, "model": settings.model or spec.model}
-    return make_main_model(spec.model_copy(update=update).resolved(), config)
-
-
-def make_router(spec: BackendSpec, config: TMASConfig) -> ModelRouter:
-    """A router with the main model and one model per role that ``config.roles`` overrides.
-
-    A role override with a ``base_url`` or a ``model`` gets its own client: an
-    OpenAI-compatible one when a URL is known (its own or the backend's), otherwise a model of
-    the backend's own kind. On the hf backend a role's ``adapter`` gives it its own LoRA
-    adapter (``none``: the base weights), for example a trained final agent among base ones.
-    """
-    main = make_main_model(spec, config)
-    overrides: dict[Role, BaseChatModel] = {}
-    for role, settings in config.roles.items():
-        if settings.adapter is not None:
-            overrides[role] = _role_adapter_model(spec, config, role, settings)
-            continue
-        if settings.base_url is None and settings.model is None:
-            continue
-        temperature = (
-            settings.temperature if settings.temperature is not None else config.temperature
+def _bound_model(spec: BackendSpec, binding: RoleBinding, seed: int) -> BaseChatModel:
+    """The chat model a binding names: on an endpoint an OpenAI-compatible client, else a
+    model of the backend's own kind with the binding's model id and adapter."""
+    if binding.kind == "openai" and binding.base_url is not None:
+        return _openai_model(
+            binding.base_url, binding.model, spec, binding.max_tokens, binding.temperature
         )
-        base_url = settings.base_url or spec.base_url
-        if base_url is not None:
-            model = settings.model or spec.model
-            if model is None:
-                raise ValueError(f"the {role} override needs a model name")
-            overrides[role] = _openai_model(
-                base_url, model, spec, _client_budget(config, role), temperature
-            )
-        else:
-            overrides[role] = make_main_model(
-                spec.model_copy(update={"model": settings.model}), config
-            )
-    return ModelRouter.for_config(main, overrides, config)
+    update = {"model": binding.model, "adapter": binding.adapter}
+    chosen = spec if spec.kind == "custom" else spec.model_copy(update=update).resolved()
+    return make_chat_model(
+        chosen, max_tokens=binding.max_tokens, temperature=binding.temperature, seed=seed
+    )
+
+
+def make_router(
+    spec: BackendSpec, bindings: Mapping[Role, RoleBinding], seed: int = 0
+) -> ModelRouter:
+    """The router of a run: one chat model per distinct model its role ``bindings`` name
+    (backend kind, model id, endpoint, adapter), the solver's as the main one, each role
+    served by its own. Raises as :func:`make_chat_model` does.
+
+    Example:
+        >>> from tmas.llm.bindings import resolve_bindings
+        >>> from tmas.roles import RoleBook
+        >>> from tmas.config import TMASConfig
+        >>> bindings = resolve_bindings(TMASConfig(), RoleBook.builtin(), kind="openai",
+        ...                             model="m", base_url="http://127.0.0.1:9/v1")
+        >>> make_router(BackendSpec(kind="openai", model="m", base_url="http://127.0.0.1:9/v1"),
+        ...             bindings).binding("verifier").max_tokens
+        256
+    """
+    models: dict[tuple[Any, ...], BaseChatModel] = {}
+    by_role: dict[Role, BaseChatModel] = {}
+    for role, binding in bindings.items():
+        if binding.client() not in models:
+            models[binding.client()] = _bound_model(spec, binding, seed)
+        by_role[role] = models[binding.client()]
+    main = by_role.get("solver") or _bound_model(spec, next(iter(bindings.values())), seed)
+    return ModelRouter(main, by_role, bindings=bindings)

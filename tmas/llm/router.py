@@ -17,9 +17,10 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.errors import GraphBubbleUp
 
 from tmas.config import TMASConfig
+from tmas.llm.bindings import RoleBinding, resolve_bindings
 from tmas.llm.errors import ModelCallError
 from tmas.llm.loop_clients import LoopClients, answers_async
-from tmas.roles import Role, RoleBook
+from tmas.roles import Role, RoleBook, UnknownRoleError
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,19 @@ def describe_model(model: Any) -> str:
     return f"{text} at {where}" if where else text
 
 
+def default_bindings(main: BaseChatModel) -> dict[Role, RoleBinding]:
+    """The bindings of a router made without a run's plan: the package's own roles at their
+    default budgets and the default temperature, all on ``main``.
+
+    Example:
+        >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> default_bindings(ScriptedChatModel())["summary"].describe()
+        'custom:ScriptedChatModel'
+    """
+    return resolve_bindings(TMASConfig(), RoleBook.builtin(), kind="custom",
+                            model=describe_model(main))  # fmt: skip
+
+
 def call_metadata(role: Role, prompt: str | None = None) -> dict[str, str]:
     """The metadata a model call carries: its role and the key of its prompt template.
 
@@ -103,16 +117,20 @@ def call_metadata(role: Role, prompt: str | None = None) -> dict[str, str]:
 
 
 class ModelRouter:
-    """Maps each role to a chat model (the main one unless overridden) and calls it.
+    """Maps each role to a chat model and calls it, with the settings of the role's binding
+    (:class:`tmas.llm.bindings.RoleBinding`: temperature, and the budget a node asks with).
 
-    Generation limits travel as invoke kwargs (``max_tokens``, ``temperature``, ``seed``),
-    which chat models such as ChatOpenAI and ours forward; set ``pass_generation_kwargs=False``
-    for a model that rejects them. ``max_parallel_calls`` bounds the calls in flight at once,
-    in threads (:meth:`complete`) and in each event loop (:meth:`acall`, which calls the
-    model's async methods through one HTTP client per endpoint and loop).
-    Bounding here rather than with LangGraph's ``max_concurrency`` keeps a worker free to save
-    each finished call's result at once (LangGraph saves task results on the same pool), so a
-    crash loses only the calls that were in flight.
+    ``overrides`` maps roles to chat models of their own; a role without one uses that of the
+    role whose model it borrows (its binding's ``model_of``), else ``main``. ``bindings`` are
+    the run's, from its plan; a router made without them knows the package's own roles at
+    their defaults. Generation limits travel as invoke kwargs (``max_tokens``,
+    ``temperature``, ``seed``), which chat models such as ChatOpenAI and ours forward; set
+    ``pass_generation_kwargs=False`` for a model that rejects them. ``max_parallel_calls``
+    bounds the calls in flight at once, in threads (:meth:`complete`) and in each event loop
+    (:meth:`acall`, which calls the model's async methods through one HTTP client per
+    endpoint and loop). Bounding here rather than with LangGraph's ``max_concurrency`` keeps
+    a worker free to save each finished call's result at once (LangGraph saves task results
+    on the same pool), so a crash loses only the calls that were in flight.
 
     Example:
         >>> from tmas.testing.fake_chat import ScriptedChatModel
@@ -126,8 +144,7 @@ class ModelRouter:
         main: BaseChatModel,
         overrides: Mapping[Role, BaseChatModel] | None = None,
         *,
-        temperature: float | None = None,
-        role_temperatures: Mapping[Role, float] | None = None,
+        bindings: Mapping[Role, RoleBinding] | None = None,
         pass_generation_kwargs: bool = True,
         max_parallel_calls: int | None = None,
     ) -> None:
@@ -136,39 +153,9 @@ class ModelRouter:
         self._slots = threading.BoundedSemaphore(max_parallel_calls) if max_parallel_calls else None
         self._loop_clients = LoopClients(max_parallel_calls)
         self.overrides = dict(overrides or {})
-        self.temperature = temperature
-        self.role_temperatures = dict(role_temperatures or {})
+        self.bindings = dict(bindings) if bindings is not None else default_bindings(main)
         self.pass_generation_kwargs = pass_generation_kwargs
         self.model_role: Role | None = None
-        self.roles: RoleBook | None = None  # the run's roles (None: those registered now)
-
-    @classmethod
-    def for_config(
-        cls,
-        main: BaseChatModel,
-        overrides: Mapping[Role, BaseChatModel] | None,
-        config: TMASConfig,
-        max_parallel_calls: int | None = None,
-    ) -> ModelRouter:
-        """A router using ``config``'s temperature and its per-role temperature overrides.
-
-        Example:
-            >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> ModelRouter.for_config(ScriptedChatModel(), None, TMASConfig()).temperature
-            0.7
-        """
-        temperatures = {
-            role: settings.temperature
-            for role, settings in config.roles.items()
-            if settings.temperature is not None
-        }
-        return cls(
-            main,
-            overrides,
-            temperature=config.temperature,
-            role_temperatures=temperatures,
-            max_parallel_calls=max_parallel_calls,
-        )
 
     def limited_to(self, max_parallel_calls: int | None) -> ModelRouter:
         """The same models behind a new bound on calls in flight (this router's own bound, if
@@ -181,35 +168,29 @@ class ModelRouter:
             (2, 1)
         """
         bounds = [b for b in (self.max_parallel_calls, max_parallel_calls) if b]
-        limited = ModelRouter(
+        return ModelRouter(
             self.main,
             self.overrides,
-            temperature=self.temperature,
-            role_temperatures=self.role_temperatures,
+            bindings=self.bindings,
             pass_generation_kwargs=self.pass_generation_kwargs,
             max_parallel_calls=min(bounds) if bounds else None,
         )
-        limited.roles = self.roles
-        return limited
 
-    def with_roles(self, roles: RoleBook) -> ModelRouter:
-        """A view that knows the run's roles (which role's model a declared role borrows),
-        sharing this router's models and bound on calls in flight.
+    def with_bindings(self, bindings: Mapping[Role, RoleBinding]) -> ModelRouter:
+        """A view with a run's own role ``bindings``, sharing this router's models and bound on
+        calls in flight (how a plan is compiled with models a caller built).
 
         Example:
             >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> main, judge = ScriptedChatModel(), ScriptedChatModel()
-            >>> book = RoleBook.registered().declaring({"scout": {"max_tokens": 9,
-            ...                                          "model": "verifier"}})
-            >>> ModelRouter(main, {"verifier": judge}).with_roles(book).model_for("scout") is judge
-            True
+            >>> router = ModelRouter(ScriptedChatModel())
+            >>> changed = {"verifier": router.binding("verifier").model_copy(
+            ...     update={"max_tokens": 9})}
+            >>> router.with_bindings(changed).binding("verifier").max_tokens
+            9
         """
         view = copy.copy(self)
-        view.roles = roles
+        view.bindings = dict(bindings)
         return view
-
-    def _model_key(self, role: Role) -> Role:
-        return (self.roles or RoleBook.registered()).model_key(role)
 
     def for_role(self, model_role: Role) -> ModelRouter:
         """A view that serves every call with ``model_role``'s model and temperature, sharing
@@ -226,27 +207,50 @@ class ModelRouter:
         view.model_role = model_role
         return view
 
-    def model_for(self, role: Role) -> BaseChatModel:
-        """The chat model that plays ``role``: its own override, else that of the role whose
-        model it borrows, else the main model."""
-        role = self.model_role or role
-        return self.overrides.get(role) or self.overrides.get(self._model_key(role), self.main)
-
-    def temperature_for(self, role: Role) -> float | None:
-        """The sampling temperature of ``role``: its own, else that of the role whose model it
-        borrows, else the run's (None: the model's default).
+    def binding(self, role: Role) -> RoleBinding:
+        """The binding of ``role`` in this run; UnknownRoleError naming the roles it has.
 
         Example:
             >>> from tmas.testing.fake_chat import ScriptedChatModel
-            >>> router = ModelRouter(ScriptedChatModel(), temperature=0.7,
-            ...                      role_temperatures={"verifier": 0.0})
-            >>> router.temperature_for("verifier"), router.temperature_for("solver")
-            (0.0, 0.7)
+            >>> ModelRouter(ScriptedChatModel()).binding("verifier").max_tokens
+            256
+        """
+        if role not in self.bindings:
+            raise UnknownRoleError(
+                f"role {role!r} has no model binding in this run (its roles: "
+                f"{', '.join(self.bindings)}); declare it in the topology's roles: block or "
+                "with register_role in a plugin"
+            )
+        return self.bindings[role]
+
+    def model_for(self, role: Role) -> BaseChatModel:
+        """The chat model that plays ``role``: its own, else that of the role whose model it
+        borrows, else the main model.
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> main, judge = ScriptedChatModel(), ScriptedChatModel()
+            >>> ModelRouter(main, {"verifier": judge}).model_for("proof_judge") is judge
+            True
         """
         played = self.model_role or role
-        return self.role_temperatures.get(
-            played, self.role_temperatures.get(self._model_key(played), self.temperature)
-        )
+        if played in self.overrides:
+            return self.overrides[played]
+        lender = getattr(self.bindings.get(played), "model_of", None)
+        return self.overrides.get(lender, self.main) if lender else self.main
+
+    def temperature_for(self, role: Role) -> float | None:
+        """The sampling temperature of ``role`` (the one played, for a :meth:`for_role` view):
+        its binding's (None: the model's default).
+
+        Example:
+            >>> from tmas.testing.fake_chat import ScriptedChatModel
+            >>> router = ModelRouter(ScriptedChatModel())
+            >>> router.temperature_for("verifier"), router.for_role("summary").temperature_for("x")
+            (0.7, 0.7)
+        """
+        binding = self.bindings.get(self.model_role or role)
+        return binding.temperature if binding is not None else None
 
     def _request(
         self, call: ModelCall

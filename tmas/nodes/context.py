@@ -16,17 +16,16 @@ from tmas.config import TMASConfig
 from tmas.llm.router import Completion, ModelCall, ModelRouter
 from tmas.nodes.channels import ChannelSpec
 from tmas.nodes.prompts import PromptSet
-from tmas.roles import RoleBook
 
 
 @dataclass(frozen=True)
 class NodeContext:
     """What a node factory may use.
 
-    ``config``: the run's settings; ``router``: its models (a node given a ``role:`` in its
-    spec gets a view that serves every call with that role's model); ``prompts``: the run's
-    templates; ``role``: the node's role; ``group``: its type's own prompt namespace;
-    ``roles``: the run's roles; ``channels``: the run's declared channels; ``compile_body``:
+    ``config``: the run's settings; ``router``: its models and the binding of each role (a
+    node given a ``role:`` in its spec gets a view that serves every call with that role's
+    model); ``prompts``: the run's templates; ``role``: the node's role; ``group``: its type's
+    own prompt namespace; ``channels``: the run's declared channels; ``compile_body``:
     compiles a pipeline's body with the same settings (set by the compiler).
 
     Example:
@@ -42,7 +41,6 @@ class NodeContext:
     prompts: PromptSet = field(default_factory=PromptSet)
     role: str = "solver"
     group: str | None = None
-    roles: RoleBook = field(default_factory=RoleBook.registered)
     channels: Mapping[str, ChannelSpec] = field(default_factory=dict)
     compile_body: Callable[[Any], Any] | None = None
 
@@ -52,8 +50,8 @@ class NodeContext:
         return self.max_tokens_of(self.role)
 
     def max_tokens_of(self, role: str) -> int:
-        """The answer budget of ``role`` in this run."""
-        return self.config.max_tokens_for(role, self.roles)
+        """The answer budget of ``role`` in this run (its binding's)."""
+        return self.router.binding(role).max_tokens
 
     def prompt_key(self, name: str) -> str:
         """The template the node renders as ``name``: its role's, else its type's group's.
@@ -65,10 +63,7 @@ class NodeContext:
             >>> ctx.prompt_key("user"), ctx.prompt_key("system")
             ('critic/user', 'verifier/system')
         """
-        own = f"{self.role}/{name}"
-        if self.group is None or self.prompts.has(own):
-            return own
-        return f"{self.group}/{name}"
+        return self.prompts.key_for(self.role, self.group, name)
 
     def render(self, name: str, **fields: object) -> str:
         """Template ``name`` of the node's namespace filled with ``fields``."""

@@ -70,6 +70,20 @@ def register_prompts(group: str, templates: Mapping[str, str] | Path | str) -> N
         _REGISTERED[f"{group}/{name}"] = str(text)
 
 
+def template_key(role: str, group: str | None, name: str, templates: Mapping[str, str]) -> str:
+    """The template a node of ``role`` (its type's prompts in ``group``) renders as ``name``:
+    its role's own where the run has it, else its type's group's.
+
+    Example:
+        >>> template_key("critic", "verifier", "user", {"verifier/user": "x"})
+        'verifier/user'
+        >>> template_key("critic", "verifier", "user", {"critic/user": "y"})
+        'critic/user'
+    """
+    own = f"{role}/{name}"
+    return own if group is None or own in templates else f"{group}/{name}"
+
+
 def template_fields(template: str) -> set[str]:
     """The ``{field}`` names a template uses.
 
@@ -144,6 +158,16 @@ class PromptSet:
     def has(self, key: str) -> bool:
         """Whether a template ``key`` exists."""
         return key in self._templates
+
+    def key_for(self, role: str, group: str | None, name: str) -> str:
+        """The template a node of ``role`` (prompts of its type in ``group``) renders as
+        ``name`` in this set (:func:`template_key`).
+
+        Example:
+            >>> PromptSet().key_for("critic", "verifier", "user")
+            'verifier/user'
+        """
+        return template_key(role, group, name, self._templates)
 
     def template(self, key: str) -> str:
         """The template ``key``; ValueError naming the group's known prompts otherwise."""

@@ -128,10 +128,10 @@ def problem_text(row: dict[str, Any], folder: Path, db: str | Path | None) -> st
     """A result row's problem text: saved in the row, or (older rows) in the run database."""
     if isinstance(row.get("problem"), str):
         return row["problem"]
-    from tmas.storage import open_storage
+    from tmas.lifecycle.run_database import open_runs
     from tmas.storage.sqlite import default_db_path
 
-    storage = open_storage(db or default_db_path())
+    storage = open_runs(db or default_db_path())
     try:
         return storage.registry.get(row["run_id"]).problem
     except Exception as exc:  # noqa: BLE001 - any lookup failure is one clear message

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from tmas.config import EXECUTION_SETTINGS, TMASConfig
+from tmas.config import EXECUTION_SETTINGS, TMASConfig, canonical_settings
 from tmas.graphs.settings import topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 
@@ -31,11 +31,12 @@ def plan_settings(config: TMASConfig) -> dict[str, Any]:
     """The settings of a run that differ from the defaults (seed and fault handling left out).
 
     Example:
-        >>> plan_settings(TMASConfig(n_candidates=2, seed=7, max_retries=0))
-        {'n_candidates': 2}
+        >>> plan_settings(TMASConfig(n_candidates=2, seed=7, max_retries=0,
+        ...                          roles={"verifier": {"max_tokens": 64}}))
+        {'n_candidates': 2, 'verifier_max_tokens': 64}
     """
-    defaults = TMASConfig().model_dump(mode="json")
-    current = config.model_dump(mode="json")
+    defaults = canonical_settings(TMASConfig())
+    current = canonical_settings(config)
     return {
         key: value
         for key, value in current.items()

@@ -82,10 +82,7 @@ class ChatRequest:
             [5, 6]
         """
         seed = self.plan.config.seed
-        return [
-            self.plan.revised(config=self.plan.config.model_copy(update={"seed": seed + k}))
-            for k in range(self.n)
-        ]
+        return [self.plan.revised({"seed": seed + k}) for k in range(self.n)]
 
 
 def message_text(message: Any, index: int) -> str:
@@ -158,7 +155,7 @@ def settings_of(body: Mapping[str, Any]) -> dict[str, Any]:
                 settings[OPENAI_SETTINGS[key]] = value
         elif key in OPERATOR_ONLY:
             raise bad_request(f"{key} is set when the server starts, not per request", key)
-        elif key in TMASConfig.model_fields:
+        elif TMASConfig.accepts(key):
             settings[key] = value
         else:
             raise bad_request(f"unrecognized request argument supplied: {key}", key)
@@ -172,6 +169,34 @@ def _flag(body: Mapping[str, Any], key: str) -> bool:
     return bool(value)
 
 
+def request_plan(
+    spec: GraphSpec,
+    settings: Mapping[str, Any] | None = None,
+    fixed: Mapping[str, Any] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+    backend: BackendSpec | None = None,
+    plugins: Sequence[str] = (),
+) -> RunPlan:
+    """The plan of a served run of ``spec``: three layers of settings in rising priority,
+    ``defaults`` (the server's memory), ``settings`` (what the request sets) and ``fixed`` (the
+    server's per-role models, for the roles ``spec`` knows), on the server's ``backend`` and
+    ``plugins`` (:func:`tmas.graphs.run_plan.plan_run`). ConfigError for a bad setting.
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> plan = request_plan(load_bundled("majority_vote"), {"temperature": 0.1},
+        ...                     {"roles": {"verifier": {"model": "judge"}}},
+        ...                     backend=BackendSpec(kind="openai", model="m", base_url="http://h/v1"))
+        >>> plan.bindings["verifier"].model, plan.bindings["solver"].temperature
+        ('judge', 0.1)
+    """
+    fixed = dict(fixed or {})
+    if "roles" in fixed:  # the server's per-role models, for the roles this topology knows
+        fixed["roles"] = {r: m for r, m in fixed["roles"].items() if r in spec_roles(spec)}
+    layers = [defaults, settings, fixed]
+    return plan_run(spec, layers, backend or BackendSpec().resolved(), plugins)
+
+
 def read_request(
     body: Any,
     topologies: Mapping[str, GraphSpec],
@@ -183,9 +208,9 @@ def read_request(
 ) -> ChatRequest:
     """A checked :class:`ChatRequest` from a request body, or the APIError it deserves: its
     run's plan on the server's ``backend`` and ``plugins``
-    (:func:`tmas.graphs.run_plan.plan_run`); ``fixed`` settings (the server's per-role models)
-    hold whatever the request says, and ``defaults`` (the server's memory) hold unless it says
-    otherwise.
+    (:func:`tmas.graphs.run_plan.plan_run`, with three layers of settings in rising priority:
+    ``defaults`` (the server's memory), what the request sets, ``fixed`` (the server's
+    per-role models, which hold whatever the request says).
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -218,11 +243,7 @@ def read_request(
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limits.max_n:
         raise bad_request(f"n must be an integer from 1 to {limits.max_n}", "n")
     try:
-        fixed = dict(fixed or {})
-        if "roles" in fixed:  # the server's per-role models, for the roles this topology knows
-            fixed["roles"] = {r: m for r, m in fixed["roles"].items() if r in spec_roles(spec)}
-        chosen = {**(defaults or {}), **settings_of(body), **fixed}
-        plan = plan_run(spec, chosen, backend or BackendSpec().resolved(), plugins)
+        plan = request_plan(spec, settings_of(body), fixed, defaults, backend, plugins)
     except (ConfigError, ValueError) as exc:
         raise bad_request(f"invalid setting: {' '.join(str(exc).split())}") from None
     calls = estimate_run_calls(plan.topology, plan.config).total

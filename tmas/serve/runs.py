@@ -8,16 +8,16 @@ from typing import Any
 
 from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.manager import RunManager
+from tmas.lifecycle.run_database import open_runs
 from tmas.serve.api_errors import APIError
 from tmas.serve.completions import chosen_solution, openai_usage
-from tmas.storage import open_storage
 from tmas.storage.run_registry import RunRecord, UnknownRunError
 
 RESUMABLE = ("interrupted",)  # a kill leaves "running" with a dead process: read as interrupted
 
 
 def _started_by(record: RunRecord, origin: str) -> bool:
-    return (record.topology or {}).get("origin") == origin
+    return record.provenance.get("origin") == origin
 
 
 def run_info(db: str | Path | None, run_id: str, origin: str) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def run_info(db: str | Path | None, run_id: str, origin: str) -> dict[str, Any]:
         ...
         tmas.serve.api_errors.APIError: no run with id 'nope'
     """
-    storage = open_storage(db)
+    storage = open_runs(db)
     try:
         try:
             record = storage.registry.get(run_id)
@@ -70,7 +70,7 @@ def interrupted_runs(db: str | Path | None, origin: str) -> list[str]:
         >>> interrupted_runs(os.path.join(tempfile.mkdtemp(), "r.sqlite"), "serve")
         []
     """
-    storage = open_storage(db)
+    storage = open_runs(db)
     try:
         manager = RunManager(storage)
         found = []

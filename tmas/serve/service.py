@@ -18,18 +18,18 @@ from langchain_core.language_models import BaseChatModel
 
 from tmas.api import router_factory
 from tmas.config import RoleModel
-from tmas.graphs.run_plan import RunPlan
+from tmas.graphs.run_plan import RunPlan, plan_router
 from tmas.graphs.spec import GraphSpec
 from tmas.lifecycle.failure_text import failure_message
 from tmas.lifecycle.manager import RunCancelled, RunManager
-from tmas.llm.backend import BackendSpec, custom_backend, make_router
+from tmas.lifecycle.run_database import open_runs
+from tmas.llm.backend import BackendSpec, custom_backend
 from tmas.serve.api_errors import APIError
 from tmas.serve.completions import chat_completion
-from tmas.serve.requests import ChatRequest, ServeLimits, read_request
+from tmas.serve.requests import ChatRequest, ServeLimits, read_request, request_plan
 from tmas.serve.runs import interrupted_runs, run_info
 from tmas.serve.streaming import stream_chunks
 from tmas.serve.topologies import offered_topologies
-from tmas.storage import open_storage
 from tmas.storage.run_registry import new_run_id
 
 ORIGIN = "serve"  # saved with each run this service starts
@@ -68,8 +68,9 @@ class ChatService:
         max_concurrency: model calls in flight per run (None: the backend's default).
         on_disconnect: ``cancel`` stops the runs of a client that went away; ``finish`` lets
             them end (``GET /v1/runs/{id}`` has their answers).
-        router_factory: how a run's models are built from its saved backend (tests pass
-            scripted ones; :func:`tmas.api.router_factory` wraps chat models from Python).
+        router_factory: how a run's models are built from its plan (default: from its role
+            bindings; tests pass scripted ones; :func:`tmas.api.router_factory` wraps chat
+            models from Python).
 
     Example:
         >>> import tempfile, os
@@ -95,7 +96,7 @@ class ChatService:
         limits: ServeLimits | None = None,
         max_concurrency: int | None = None,
         on_disconnect: Literal["cancel", "finish"] = "cancel",
-        router_factory: Callable[[Mapping[str, Any], Any], Any] | None = None,
+        router_factory: Callable[[RunPlan], Any] | None = None,
     ) -> None:
         if on_disconnect not in ("cancel", "finish"):
             raise ValueError(f"on_disconnect must be cancel or finish, not {on_disconnect!r}")
@@ -110,9 +111,7 @@ class ChatService:
         self.limits = limits or ServeLimits()
         self.max_concurrency = max_concurrency
         self.on_disconnect = on_disconnect
-        self.router_factory = router_factory or (
-            lambda saved, config: make_router(BackendSpec(**saved), config)
-        )
+        self.router_factory = router_factory or plan_router
         self._executor = ThreadPoolExecutor(
             max_workers=self.limits.max_concurrent_runs, thread_name_prefix="tmas-run"
         )
@@ -164,6 +163,14 @@ class ChatService:
             ],
         }
 
+    def offered_plans(self) -> dict[str, RunPlan]:
+        """The plan of a run of each topology offered, as a request that sets nothing gets it
+        (ConfigError for a server setting a topology cannot take)."""
+        return {
+            name: request_plan(spec, None, self.fixed, self.defaults, self.backend, self.plugins)
+            for name, spec in self.topologies.items()
+        }
+
     def read(self, body: Any) -> ChatRequest:
         """The checked request (APIError for a bad one); nothing runs yet."""
         return read_request(body, self.topologies, self.limits, self.fixed, self.defaults,
@@ -212,7 +219,7 @@ class ChatService:
         stop: threading.Event,
     ) -> dict[str, Any]:
         """Start (``request``) or resume (None) one run in this worker thread; its final state."""
-        storage = open_storage(self.db, for_writing=True)
+        storage = open_runs(self.db, for_writing=True)
         try:
             manager = RunManager(storage, router_factory=self.router_factory)
             options = dict(

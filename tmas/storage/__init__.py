@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tmas.storage.handle import Storage, redact
-from tmas.storage.run_registry import RunRegistry
+from tmas.storage.run_registry import RunRegistry, Upgrade
 from tmas.storage.sqlite import (
     StorageError,
     check_writable,
@@ -33,21 +33,28 @@ def is_database_url(target: str | Path | None) -> bool:
     return isinstance(target, str) and target.split("://", 1)[0] in DATABASE_SCHEMES
 
 
-def sqlite_storage(conn: sqlite3.Connection, location: str = "") -> Storage:
-    """Storage on an open SQLite connection (see :func:`tmas.storage.sqlite.connect`)."""
+def sqlite_storage(
+    conn: sqlite3.Connection, location: str = "", upgrade: Upgrade | None = None
+) -> Storage:
+    """Storage on an open SQLite connection (see :func:`tmas.storage.sqlite.connect`); runs
+    saved before plans are given theirs with ``upgrade`` (:class:`RunRegistry`)."""
     return Storage(
         location=location,
         checkpointer=open_checkpointer(conn),
-        registry=RunRegistry(conn),
+        registry=RunRegistry(conn, upgrade),
         _open_store=lambda: open_store(conn),
         _close=conn.close,
     )
 
 
-def open_storage(target: str | Path | None = None, *, for_writing: bool = False) -> Storage:
+def open_storage(
+    target: str | Path | None = None, *, for_writing: bool = False, upgrade: Upgrade | None = None
+) -> Storage:
     """Open (creating it if needed) the run database at ``target``: a SQLite path, or a
     ``postgresql://`` URL; None means ``$TMAS_HOME/runs.sqlite``. StorageError when it cannot,
-    or (``for_writing``) when another process keeps a SQLite file's write lock too long.
+    or (``for_writing``) when another process keeps a SQLite file's write lock too long. Runs
+    saved before runs kept plans are given theirs with ``upgrade`` (:class:`RunRegistry`; the
+    package's own is :func:`tmas.lifecycle.run_database.open_runs`).
 
     Example:
         >>> import tempfile, os
@@ -59,13 +66,13 @@ def open_storage(target: str | Path | None = None, *, for_writing: bool = False)
     if is_database_url(target):
         from tmas.storage.postgres import postgres_storage
 
-        return postgres_storage(str(target))
+        return postgres_storage(str(target), upgrade)
     path = Path(target) if target is not None else default_db_path()
     conn = connect(path)
     try:
         if for_writing:
             check_writable(conn, path)
-        return sqlite_storage(conn, str(path))
+        return sqlite_storage(conn, str(path), upgrade)
     except StorageError:
         conn.close()
         raise

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tmas.storage.handle import Storage, redact
-from tmas.storage.run_registry import RunRegistry
+from tmas.storage.run_registry import RunRegistry, Upgrade
 from tmas.storage.sql import PostgresSql
 from tmas.storage.sqlite import StorageError, strict_serializer
 
@@ -62,8 +62,9 @@ def _connect(url: str, **options: Any) -> Any:
         raise StorageError(f"cannot open run database {redact(url)}: {reason}") from None
 
 
-def postgres_storage(url: str) -> Storage:
-    """Open the run database at a ``postgresql://`` URL (tables are created when missing)."""
+def postgres_storage(url: str, upgrade: Upgrade | None = None) -> Storage:
+    """Open the run database at a ``postgresql://`` URL (tables are created when missing; runs
+    saved before plans are given theirs with ``upgrade``, see :class:`RunRegistry`)."""
     psycopg, saver_class, store_class, dict_row = _modules()
     registry_conn = _connect(url)
     saver_conn = _connect(url, prepare_threshold=0, row_factory=dict_row)
@@ -72,7 +73,7 @@ def postgres_storage(url: str) -> Storage:
         with _setup_turn(registry_conn):
             saver = saver_class(saver_conn, serde=strict_serializer())
             saver.setup()
-            registry = RunRegistry(PostgresSql(registry_conn))
+            registry = RunRegistry(PostgresSql(registry_conn), upgrade)
     except psycopg.Error as exc:
         for conn in opened:
             conn.close()

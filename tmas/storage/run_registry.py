@@ -1,9 +1,9 @@
 """The run registry: one row per run beside the checkpoints, in the same database.
 
 Checkpoints hold the state; the registry holds what is needed to list runs and to rebuild a
-run's graph on resume: the problem and the run's plan (its topology, config, backend, roles,
-channels, templates and plugins - never API keys). The config, backend and topology of a run
-that has a plan are read from it; older runs keep them as they were saved.
+run's graph on resume: the problem and the run's plan (its topology, config, backend, role
+bindings, roles, channels, templates and plugins - never API keys), and how the run came to be.
+Runs saved before runs kept plans get theirs once, when their database is opened.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import socket
 import sqlite3
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,17 +29,15 @@ create table if not exists tmas_runs (
     problem text not null,
     gold_answer text,
     graph text not null,
-    config_json text not null,
-    backend_json text not null,
     parent_run_id text,
     status text not null,
     error text,
     pid integer,
-    topology_json text,
     documents_json text,
     host text,
     pid_started bigint,
-    plan_json text
+    plan_json text,
+    provenance_json text
 )
 """
 _COLUMNS = (
@@ -47,26 +46,33 @@ _COLUMNS = (
     "problem",
     "gold_answer",
     "graph",
-    "config_json",
-    "backend_json",
     "parent_run_id",
     "status",
     "error",
     "pid",
-    "topology_json",
     "documents_json",
     "host",
     "pid_started",
     "plan_json",
+    "provenance_json",
 )
 # columns newer than the first schema, added to older databases on open
 _ADDED_COLUMNS = {
-    "topology_json": "text",
     "documents_json": "text",
     "host": "text",
     "pid_started": "bigint",
     "plan_json": "text",
+    "provenance_json": "text",
 }
+LEGACY_COLUMNS = ("config_json", "backend_json", "topology_json")
+"""What runs saved before runs kept plans held instead: taken into each run's plan when the
+database is opened with an ``upgrade``, then dropped."""
+PROVENANCE_KEYS = ("plan_choice", "origin")
+"""What a run's provenance holds: the plans scored to choose it (``--graph auto``) and what
+started it (``serve``)."""
+
+Upgrade = Callable[[str, dict[str, Any], dict[str, Any], dict[str, Any] | None], dict[str, Any]]
+"""Turns a legacy row's graph name, config, backend and topology into its plan (plain data)."""
 
 
 def process_started(pid: int) -> int | None:
@@ -105,24 +111,24 @@ class UnknownRunError(LookupError):
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One row of the registry."""
+    """One row of the registry: the problem, the run's plan (plain data: read it with
+    :func:`tmas.graphs.run_plan.saved_plan`), how the run came to be (``provenance``: the plan
+    choice of ``--graph auto``, what started it) and how its last process ended."""
 
     run_id: str
     created_at: float
     problem: str
     gold_answer: str | None
     graph: str
-    config: dict[str, Any]
-    backend: dict[str, Any]
-    parent_run_id: str | None
-    status: str
-    error: str | None
-    pid: int | None
-    topology: dict[str, Any] | None = None
+    parent_run_id: str | None = None
+    status: str = "running"
+    error: str | None = None
+    pid: int | None = None
     documents: list[str] | None = None
     host: str | None = None
     pid_started: int | None = None
     plan: dict[str, Any] | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     def process_alive(self) -> bool:
         """True when the process that last ran this run still runs: the same process id, not a
@@ -152,16 +158,22 @@ def new_run_id() -> str:
 class RunRegistry:
     """Create, read and update run rows.
 
+    A database whose runs were saved before runs kept plans is upgraded when it is opened,
+    once: ``upgrade`` makes each such run's plan from its saved settings, then the columns
+    they were kept in are dropped. A run whose settings cannot be read keeps them (and the
+    reason, as its error unless it had one) until a later open succeeds; without ``upgrade``
+    such a database is refused.
+
     Example:
         >>> import sqlite3
         >>> reg = RunRegistry(sqlite3.connect(":memory:"))
-        >>> reg.create("r1", problem="1+1?", gold_answer=None, graph="tmas", config={},
-        ...            backend={"kind": "llamacpp"})
-        >>> reg.get("r1").status
-        'running'
+        >>> reg.create("r1", problem="1+1?", gold_answer=None,
+        ...            plan={"topology": {"name": "tmas"}})
+        >>> reg.get("r1").status, reg.get("r1").graph
+        ('running', 'tmas')
     """
 
-    def __init__(self, conn: SqlConnection | sqlite3.Connection) -> None:
+    def __init__(self, conn: SqlConnection | sqlite3.Connection, upgrade: Upgrade | None = None):
         self.db = SqliteSql(conn) if isinstance(conn, sqlite3.Connection) else conn
         try:
             self.db.write(_SCHEMA)
@@ -169,8 +181,46 @@ class RunRegistry:
             for column, kind in _ADDED_COLUMNS.items():
                 if column not in present:
                     self.db.write(f"alter table tmas_runs add column {column} {kind}")
+            if set(LEGACY_COLUMNS) & present:
+                self._upgrade(present, upgrade)
         except self.db.database_errors as exc:
             raise StorageError(f"cannot use run database: {exc}") from None
+
+    def _upgrade(self, present: set[str], upgrade: Upgrade | None) -> None:
+        """Give every run saved before plans its plan and provenance, then drop the columns
+        that held them (only once every run has its plan)."""
+        legacy = [c if c in present else "null" for c in LEGACY_COLUMNS]
+        rows = self.db.rows(
+            f"select run_id, graph, {', '.join(legacy)}, plan_json, provenance_json from tmas_runs"
+        )
+        unconverted = []
+        for run_id, graph, config, backend, topology, plan, provenance in rows:
+            saved = json.loads(topology) if topology else None
+            if provenance is None:
+                kept = {k: v for k, v in (saved or {}).items() if k in PROVENANCE_KEYS and v}
+                self.db.write("update tmas_runs set provenance_json=? where run_id=?",
+                              (json.dumps(kept), run_id))  # fmt: skip
+            if plan is not None:
+                continue
+            if upgrade is None:
+                raise StorageError(
+                    "this run database holds runs saved before runs kept plans: open it with "
+                    "tmas (any command that reads runs upgrades it once)"
+                )
+            try:
+                made = upgrade(graph, json.loads(config or "{}"), json.loads(backend or "{}"),
+                               saved)  # fmt: skip
+            except Exception as exc:  # noqa: BLE001 - kept as it is, with the reason
+                unconverted.append(run_id)  # its error says why (unless it had one already)
+                self.db.write("update tmas_runs set error=coalesce(error, ?) where run_id=?",
+                              (f"its saved settings cannot be read: {exc}", run_id))  # fmt: skip
+                continue
+            self.db.write("update tmas_runs set plan_json=? where run_id=?",
+                          (json.dumps(made), run_id))  # fmt: skip
+        if not unconverted:
+            for column in LEGACY_COLUMNS:
+                if column in present:
+                    self.db.write(f"alter table tmas_runs drop column {column}")
 
     def create(
         self,
@@ -178,20 +228,14 @@ class RunRegistry:
         *,
         problem: str,
         gold_answer: str | None,
-        plan: dict[str, Any] | None = None,
-        graph: str | None = None,
-        config: dict[str, Any] | None = None,
-        backend: dict[str, Any] | None = None,
+        plan: dict[str, Any],
         parent_run_id: str | None = None,
-        topology: dict[str, Any] | None = None,
+        provenance: dict[str, Any] | None = None,
         documents: list[str] | None = None,
     ) -> None:
         """Register a new run as running in this process: its ``plan`` (a run's plan as plain
-        data), or (runs made without one) its ``graph`` name, ``config``, ``backend`` and
-        ``topology``; with a plan, ``topology`` holds only what the plan does not (how the plan
-        was chosen, what started the run)."""
-        if plan is not None:
-            graph, config, backend = plan["topology"]["name"], plan["config"], plan["backend"]
+        data) and ``provenance`` (how it came to be: :data:`PROVENANCE_KEYS`)."""
+        kept = {k: v for k, v in (provenance or {}).items() if v is not None}
         try:
             self.db.write(
                 f"insert into tmas_runs ({', '.join(_COLUMNS)}) "
@@ -201,17 +245,15 @@ class RunRegistry:
                     time.time(),
                     problem,
                     gold_answer,
-                    graph,
-                    json.dumps(config),
-                    json.dumps(backend),
+                    plan["topology"]["name"],
                     parent_run_id,
                     "running",
                     None,
                     os.getpid(),
-                    json.dumps(topology) if topology is not None else None,
                     json.dumps(documents) if documents else None,
                     *_this_process()[1:],
-                    json.dumps(plan) if plan is not None else None,
+                    json.dumps(plan),
+                    json.dumps(kept),
                 ),
             )
         except self.db.integrity_errors:
@@ -226,10 +268,7 @@ class RunRegistry:
 
     def set_plan(self, run_id: str, plan: dict[str, Any]) -> None:
         """Replace a run's plan (a resume with corrected model settings)."""
-        self.db.write(
-            "update tmas_runs set plan_json=?, config_json=?, backend_json=? where run_id=?",
-            (json.dumps(plan), json.dumps(plan["config"]), json.dumps(plan["backend"]), run_id),
-        )
+        self.db.write("update tmas_runs set plan_json=? where run_id=?", (json.dumps(plan), run_id))
 
     def get(self, run_id: str) -> RunRecord:
         """The row of ``run_id``; UnknownRunError when there is none."""
@@ -251,26 +290,19 @@ class RunRegistry:
 
 
 def _record(row: tuple) -> RunRecord:
-    plan = json.loads(row[15]) if row[15] else None
-    topology = json.loads(row[11]) if row[11] else None
-    if plan is not None:
-        plugins = [plugin["module"] for plugin in plan.get("plugins", [])]
-        topology = {"spec": plan["topology"], "plugins": plugins, **(topology or {})}
     return RunRecord(
         run_id=row[0],
         created_at=row[1],
         problem=row[2],
         gold_answer=row[3],
         graph=row[4],
-        config=json.loads(row[5]),
-        backend=json.loads(row[6]),
-        parent_run_id=row[7],
-        status=row[8],
-        error=row[9],
-        pid=row[10],
-        topology=topology,
-        documents=json.loads(row[12]) if row[12] else None,
-        host=row[13],
-        pid_started=row[14],
-        plan=plan,
+        parent_run_id=row[5],
+        status=row[6],
+        error=row[7],
+        pid=row[8],
+        documents=json.loads(row[9]) if row[9] else None,
+        host=row[10],
+        pid_started=row[11],
+        plan=json.loads(row[12]) if row[12] else None,
+        provenance=json.loads(row[13]) if row[13] else {},
     )

@@ -58,8 +58,7 @@ def make_judge(settings: GRPOSettings, rows: list[dict[str, Any]]) -> NoveltyJud
             "guideline rows need a novelty judge: name one (--judge-model, --judge-backend), "
             "let the base model judge itself (--judge-self), or score no novelty (--no-judge)"
         )
-    from tmas.config import TMASConfig
-    from tmas.llm.backend import BackendSpec, make_main_model
+    from tmas.llm.backend import BackendSpec, make_chat_model
 
     spec = BackendSpec(
         kind=judge.backend,  # type: ignore[arg-type]
@@ -67,7 +66,7 @@ def make_judge(settings: GRPOSettings, rows: list[dict[str, Any]]) -> NoveltyJud
         base_url=judge.base_url,
         device=settings.device if judge.backend == "hf" else None,
     ).resolved()
-    model = make_main_model(spec, TMASConfig(solver_max_tokens=judge.max_tokens, temperature=0))
+    model = make_chat_model(spec, max_tokens=judge.max_tokens, temperature=0)
     return NoveltyJudge(model, load_template(judge.prompt_file), judge.max_tokens)
 
 

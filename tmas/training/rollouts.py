@@ -17,12 +17,11 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from tmas.config import TMASConfig
 from tmas.graphs.catalog import TASK_BUILDERS
 from tmas.graphs.pipeline import bodies
-from tmas.graphs.spec import parse_spec
+from tmas.graphs.run_plan import RunPlan, saved_plan
 from tmas.lifecycle.history import latest_run_states
-from tmas.nodes.agents.solver import solver_prompt
+from tmas.nodes.agents.solver import solver_prompt_fields, solver_prompt_name
 from tmas.nodes.prompts import PromptSet
 from tmas.storage import Storage
 from tmas.storage.run_registry import RunRecord
@@ -60,76 +59,86 @@ class RolloutExport:
         return line
 
 
-def solver_node_ids(record: RunRecord) -> set[str]:
-    """The ids of the run's solver nodes (type ``solve``) in its saved topology.
+@dataclass(frozen=True)
+class SolverSource:
+    """A node the run sent solver work to: how its saved Send packet gives the solver tasks,
+    and the role of the solver node that made those calls (whose templates it rendered)."""
 
-    Example:
-        >>> from tmas.storage.run_registry import RunRecord
-        >>> nodes = [{"id": "solve", "type": "solve"}, {"id": "v", "type": "verify"}]
-        >>> record = RunRecord("r", 0.0, "1+1?", None, "tmas", {}, {}, None, "done", None, None,
-        ...     topology={"nodes": nodes})
-        >>> solver_node_ids(record)
-        {'solve'}
-    """
-    topology = record.topology or {}
-    nodes = (topology.get("spec") or topology).get("nodes") or [
-        {"id": "solve", "type": SOLVER_NODE_TYPE}
-    ]
-    return {node["id"] for node in nodes if node.get("type") == SOLVER_NODE_TYPE}
+    make: Callable[[dict[str, Any]], list[dict[str, Any]]]
+    role: str = "solver"
 
 
-TaskMaker = Callable[[dict[str, Any]], list[dict[str, Any]]]
-
-
-def solver_task_makers(record: RunRecord) -> dict[str, TaskMaker]:
-    """For each node the run sent solver work to, how its saved Send packet gives the solver
-    tasks: a solver node's packet is its task; a pipeline's (one candidate's chain input) gives
-    them through the task builder its body's fan-out into a solver uses, as the chain made them.
+def solver_sources(plan: RunPlan) -> dict[str, SolverSource]:
+    """For each node the run sent solver work to (type ``solve``, or a pipeline whose body
+    holds one), how its saved Send packet gives the solver tasks: a solver node's packet is its
+    task; a pipeline's (one candidate's chain input) gives them through the task builder its
+    body's fan-out into a solver uses, as the chain made them.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
-        >>> from tmas.storage.run_registry import RunRecord
-        >>> record = RunRecord("r", 0.0, "1+1?", None, "tmas", {}, {}, None, "done", None, None,
-        ...     topology={"spec": load_bundled("tmas").model_dump(by_alias=True)})
-        >>> sorted(solver_task_makers(record))
-        ['candidate']
+        >>> from tmas.graphs.run_plan import plan_run
+        >>> from tmas.llm.backend import BackendSpec
+        >>> sources = solver_sources(plan_run(load_bundled("tmas"), None,
+        ...                                   BackendSpec(model="smollm2")))
+        >>> sorted(sources), sources["candidate"].role
+        (['candidate'], 'solver')
     """
-    topology = record.topology or {}
-    spec_data = topology.get("spec") or topology
-    makers: dict[str, TaskMaker] = {node: lambda arg: [arg] for node in solver_node_ids(record)}
-    if not spec_data.get("edges"):
-        return makers
-    config = TMASConfig(**(record.config or {}))
-    for node_id, body in bodies(parse_spec({"name": "run", **spec_data})).items():
-        solvers = {node.id for node in body.nodes if node.type == SOLVER_NODE_TYPE}
-        builders = [
-            TASK_BUILDERS[edge.fanout.tasks]
-            for edge in body.edges
-            if edge.fanout and edge.fanout.tasks in TASK_BUILDERS and solvers & set(edge.targets)
-        ]
-        if builders:
-            makers[node_id] = lambda arg, build=builders[0]: build(arg, config)
-    return makers
+    sources = {
+        node.id: SolverSource(lambda arg: [arg], node.role or "solver")
+        for node in plan.topology.nodes
+        if node.type == SOLVER_NODE_TYPE
+    }
+    for node_id, body in bodies(plan.topology).items():
+        solvers = {node.id: node.role or "solver" for node in body.nodes
+                   if node.type == SOLVER_NODE_TYPE}  # fmt: skip
+        for edge in body.edges:
+            fed = [target for target in edge.targets if target in solvers]
+            if edge.fanout and edge.fanout.tasks in TASK_BUILDERS and fed:
+                build = TASK_BUILDERS[edge.fanout.tasks]
+                sources[node_id] = SolverSource(
+                    lambda arg, build=build: build(arg, plan.config), solvers[fed[0]]
+                )
+                break
+    return sources
 
 
 def solver_calls(
-    checkpointer: BaseCheckpointSaver, run_id: str, makers: dict[str, TaskMaker]
-) -> tuple[list[dict[str, Any]], dict[tuple[int, int], dict[str, Any]]]:
-    """The solver tasks the run sent (oldest first, one per iteration and candidate) and its
-    candidates by (iteration, index)."""
-    tasks: dict[tuple[int, int], dict[str, Any]] = {}
+    checkpointer: BaseCheckpointSaver, run_id: str, sources: dict[str, SolverSource]
+) -> tuple[list[tuple[dict[str, Any], str]], dict[tuple[int, int], dict[str, Any]]]:
+    """The solver tasks the run sent (oldest first, one per iteration and candidate), each with
+    the role of the node that made its call, and its candidates by (iteration, index)."""
+    tasks: dict[tuple[int, int], tuple[dict[str, Any], str]] = {}
     candidates: dict[tuple[int, int], dict[str, Any]] = {}
     for values in latest_run_states(checkpointer, run_id):
         for send in values.get(TASKS_CHANNEL) or []:
-            make = makers.get(getattr(send, "node", None))
-            if make is None or not isinstance(send.arg, dict):
+            source = sources.get(getattr(send, "node", None))
+            if source is None or not isinstance(send.arg, dict):
                 continue
-            for task in make(send.arg):
+            for task in source.make(send.arg):
                 plan = task.get("plan", {})
-                tasks.setdefault((plan.get("iteration", 0), plan.get("index", 0)), task)
+                key = (plan.get("iteration", 0), plan.get("index", 0))
+                tasks.setdefault(key, (task, source.role))
         for candidate in values.get("candidates") or []:
             candidates.setdefault((candidate["iteration"], candidate["index"]), candidate)
     return [tasks[key] for key in sorted(tasks)], candidates
+
+
+def solver_messages(task: dict[str, Any], prompts: PromptSet, role: str = "solver") -> list:
+    """The chat messages a solver node of ``role`` sent for ``task``, rendered with the run's
+    templates as the node renders them (its role's own, else the solver's).
+
+    Example:
+        >>> task = {"problem": "1+1?", "plan": {"mode": "initial"}}
+        >>> messages = solver_messages(task, PromptSet({"solver/system": "Be brief."}))
+        >>> messages[0]["content"], messages[1]["content"].startswith("Problem")
+        ('Be brief.', True)
+    """
+    system = prompts.key_for(role, "solver", "system")
+    user = prompts.key_for(role, "solver", solver_prompt_name(task))
+    return [
+        {"role": "system", "content": prompts.render(system)},
+        {"role": "user", "content": prompts.render(user, **solver_prompt_fields(task))},
+    ]
 
 
 def rollout_row(
@@ -137,12 +146,14 @@ def rollout_row(
     prompts: PromptSet,
     record: RunRecord,
     candidate: dict[str, Any] | None,
+    role: str = "solver",
 ) -> dict[str, Any]:
-    """One training row for a solver task of run ``record``.
+    """One training row for a solver task of run ``record``, its prompt as a solver node of
+    ``role`` rendered it with the run's ``prompts``.
 
     Example:
         >>> from tmas.storage.run_registry import RunRecord
-        >>> record = RunRecord("r", 0.0, "1+1?", "2", "tmas", {}, {}, None, "done", None, None)
+        >>> record = RunRecord("r", 0.0, "1+1?", "2", "tmas", status="finished")
         >>> task = {"problem": "1+1?", "guidelines": ["Count"],
         ...         "plan": {"iteration": 2, "index": 1, "mode": "explore"}}
         >>> row = rollout_row(task, PromptSet(), record, None)
@@ -152,10 +163,7 @@ def rollout_row(
     plan = task["plan"]
     source = SOURCE_OF_MODE[plan["mode"]]
     parent = task.get("parent") or {}
-    messages = [
-        {"role": "system", "content": prompts.render("solver/system")},
-        {"role": "user", "content": solver_prompt(task, prompts)},
-    ]
+    messages = solver_messages(task, prompts, role)
     return {
         "prompt": messages,
         "data_source": DATA_SOURCE[source],
@@ -190,18 +198,19 @@ def export_runs(storage: Storage, run_ids: Iterable[str]) -> RolloutExport:
 
     Example:
         >>> import tempfile, os
-        >>> from tmas.storage import open_storage
-        >>> storage = open_storage(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
+        >>> from tmas.lifecycle.run_database import open_runs
+        >>> storage = open_runs(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
         >>> export_runs(storage, []).describe()
         '0 row(s) from 0 run(s)'
     """
     export = RolloutExport()
     for run_id in dict.fromkeys(run_ids):
         record = storage.registry.get(run_id)
+        plan = saved_plan(record)
         export.runs += 1
-        tasks, candidates = solver_calls(storage.checkpointer, run_id, solver_task_makers(record))
-        prompts = PromptSet((record.topology or {}).get("prompts") or {})
-        for task in tasks:
+        tasks, candidates = solver_calls(storage.checkpointer, run_id, solver_sources(plan))
+        prompts = plan.prompt_set()  # the templates the run sent, overrides included
+        for task, role in tasks:
             plan = task["plan"]
             if record.gold_answer in (None, ""):
                 export.skipped["no gold answer"] += 1
@@ -209,7 +218,7 @@ def export_runs(storage: Storage, run_ids: Iterable[str]) -> RolloutExport:
                 export.skipped[f"{plan['mode']} calls"] += 1
             else:
                 candidate = candidates.get((plan["iteration"], plan["index"]))
-                export.rows.append(rollout_row(task, prompts, record, candidate))
+                export.rows.append(rollout_row(task, prompts, record, candidate, role))
     for number, row in enumerate(export.rows):
         row["extra_info"]["index"] = number
     return export

@@ -102,7 +102,7 @@ DELM_WORKER_STEPS = 4
 class DelmWorker(AgentNode):
     """Node: one worker's loop over the shared queue, bounded by ``steps`` tasks; it reasons
     with ``worker_system``/``worker_user`` of its namespace (``delm/``), and its notes pass a
-    gate whose judge plays the verifier."""
+    gate whose judge plays ``judge_role`` (its model, budget and usage row)."""
 
     def __init__(
         self,
@@ -113,6 +113,7 @@ class DelmWorker(AgentNode):
         max_tasks: int = 12,
         max_note_chars: int = 600,
         poll_s: float = 0.05,
+        judge_role: str = "verifier",
     ) -> None:
         from tmas.nodes.agents.delm_gate import VerificationGate
 
@@ -122,11 +123,13 @@ class DelmWorker(AgentNode):
         self.claim_ttl_s = claim_ttl_s
         self.max_tasks = max_tasks
         self.poll_s = poll_s
+        self.judge_role = judge_role
         self.gate = VerificationGate(
             router,
+            role=judge_role,
             max_chars=max_note_chars,
             dedup_threshold=config.dedup_threshold,
-            max_tokens=config.max_tokens_for("verifier"),
+            max_tokens=ctx.max_tokens_of(judge_role),
             prompt_set=self.prompts,
             similarity=config.similarity,
         )
@@ -190,7 +193,7 @@ class DelmWorker(AgentNode):
                 queue.add(subtask, added_by=worker)
         decision = self.gate.check(problem, found["note"], found["evidence"], notes, seed)
         if decision.judge_call is not None:
-            calls.append(("verifier", decision.judge_call))
+            calls.append((self.judge_role, decision.judge_call))
         if decision.accepted:
             board.write(found["note"], found["evidence"], worker=worker, task_id=task["id"])
         return calls

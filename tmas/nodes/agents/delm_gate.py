@@ -60,12 +60,14 @@ class GateResult:
 
 
 class VerificationGate:
-    """Deterministic checks first; only a note that passes them goes to the LLM judge."""
+    """Deterministic checks first; only a note that passes them goes to the LLM judge, a call
+    of role ``role``."""
 
     def __init__(
         self,
         router: ModelRouter,
         *,
+        role: str,
         max_chars: int,
         dedup_threshold: float,
         max_tokens: int,
@@ -74,6 +76,7 @@ class VerificationGate:
     ) -> None:
         similarity_named(similarity)  # an unknown similarity is refused when the graph is built
         self.router = router
+        self.role = role
         self.prompts = prompt_set or PromptSet()
         self.max_chars = max_chars
         self.dedup_threshold = dedup_threshold
@@ -95,7 +98,7 @@ class VerificationGate:
         if problems:
             return GateResult(False, problems)
         reply = self.router.complete(
-            "verifier",
+            self.role,
             self.prompts.render("delm/judge_system"),
             self.prompts.render("delm/judge_user", problem=problem, note=note, evidence=evidence),
             self.max_tokens,

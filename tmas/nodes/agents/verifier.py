@@ -9,6 +9,7 @@ from tmas.config import TMASConfig
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, agent_update, live_candidates
 from tmas.nodes.events import emit
+from tmas.roles import RoleBook
 from tmas.seeding import derive_seed
 from tmas.state import RunState, Verification
 
@@ -16,13 +17,17 @@ CHARS_PER_TOKEN = 5
 
 
 def verifier_chars(config: TMASConfig) -> int:
-    """How much of a solution a verifier sees: all of it, as long as the solver may write.
+    """How much of a solution a verifier sees: all of it, as long as the solver may write
+    (its budget in ``config``'s roles block, else the solver role's own).
 
     Example:
-        >>> verifier_chars(TMASConfig(solver_max_tokens=2048))
-        10240
+        >>> verifier_chars(TMASConfig(solver_max_tokens=2048)), verifier_chars(TMASConfig())
+        (10240, 2560)
     """
-    return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * config.solver_max_tokens)
+    given = config.roles.get("solver")
+    budget = given.max_tokens if given is not None else None
+    solver = budget if budget is not None else RoleBook.builtin()["solver"].max_tokens
+    return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * solver)
 
 
 VERIFIER_PROMPTS: dict[str, tuple[str, ...]] = {

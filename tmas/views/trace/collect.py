@@ -13,12 +13,14 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from tmas.answers.parsing import normalize_answer
+from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.history import iteration_records, latest_run_states, saved_state
 from tmas.lifecycle.manager import RunManager
 from tmas.memory.banks import remembered_items
 from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, selection_of
 from tmas.state import Candidate, Experience, Guideline, IterationRecord, Summary, Verification
 from tmas.storage import Storage
+from tmas.views.diagram_ascii import spec_to_ascii
 
 
 @dataclass
@@ -72,6 +74,10 @@ class RunTrace:
     plan_choice: dict[str, Any] | None = None
     diagram: str = ""
     memory_items: list[dict[str, Any]] = field(default_factory=list)
+    roles: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each role's binding in the run's plan (model, budget, temperature, ...)."""
+    channels: dict[str, Any] = field(default_factory=dict)
+    """The value of each state channel of the run's plan, as the run left it."""
 
 
 def agreement(answers: list[str | None], voted: str | None) -> float | None:
@@ -180,62 +186,47 @@ def collect_trace(storage: Storage, run_id: str) -> RunTrace:
 
     Example:
         >>> import os, tempfile
-        >>> from tmas.config import TMASConfig
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
         >>> from tmas.llm.backend import BackendSpec
         >>> from tmas.llm.router import ModelRouter
         >>> from tmas.lifecycle.manager import RunManager
         >>> from tmas.storage import open_storage
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> storage = open_storage(os.path.join(tempfile.mkdtemp(), "runs.sqlite"))
-        >>> manager = RunManager(storage, router_factory=lambda backend, config:
-        ...     ModelRouter.for_config(ScriptedChatModel(), None, config))
-        >>> _ = manager.start("r1", problem="9+9?", gold_answer="18", backend=BackendSpec(),
-        ...     config=TMASConfig(n_candidates=2, n_verifications=1, max_iterations=2),
-        ...     show_progress=False)
+        >>> manager = RunManager(storage, router_factory=lambda plan:
+        ...     ModelRouter(ScriptedChatModel()))
+        >>> plan = plan_run(load_bundled("tmas"), {"n_candidates": 2, "n_verifications": 1,
+        ...                 "max_iterations": 2}, BackendSpec(kind="custom", model="scripted"))
+        >>> _ = manager.start("r1", problem="9+9?", gold_answer="18", plan=plan,
+        ...                   show_progress=False)
         >>> trace = collect_trace(storage, "r1")
         >>> trace.status, [it.iteration for it in trace.iterations]
         ('finished', [1, 2])
         >>> storage.close()
     """
     record = storage.registry.get(run_id)
+    plan = saved_plan(record)
     state = saved_state(storage, run_id, full_history=False)
+    config = plan.config.model_dump(mode="json")
     return RunTrace(
         run_id=run_id,
         problem=record.problem,
         gold_answer=record.gold_answer,
         graph=record.graph,
-        config=dict(record.config),
+        config=config,
         parent_run_id=record.parent_run_id,
         status=RunManager(storage).status_of(record, state),
         final_answer=state.get("final_answer"),
-        selection=selection_of(state, record.config),
+        selection=selection_of(state, config),
         stop_reason=state.get("stop_reason"),
         iterations=(iterations := collect_iterations(storage.checkpointer, run_id)),
         memory_items=_seeded(storage, run_id, iterations),
-        plan_choice=(record.topology or {}).get("plan_choice"),
-        diagram=topology_diagram(record.topology),
+        plan_choice=record.provenance.get("plan_choice"),
+        diagram=spec_to_ascii(plan.topology),
+        roles={role: binding.model_dump() for role, binding in plan.bindings.items()},
+        channels={name: state.get(name) for name in plan.channels},
     )
-
-
-def topology_diagram(topology: dict[str, Any] | None) -> str:
-    """The text diagram of a run's saved topology, pipeline bodies nested under their node
-    (empty when the run saved none, or its spec no longer reads).
-
-    Example:
-        >>> from tmas.graphs.bundled import load_bundled
-        >>> spec = load_bundled("tmas").model_dump(by_alias=True)
-        >>> "pipeline candidate_chain" in topology_diagram({"spec": spec})
-        True
-    """
-    from tmas.graphs.spec import SpecError, parse_spec
-    from tmas.views.diagram_ascii import spec_to_ascii
-
-    if not topology or "spec" not in topology:
-        return ""
-    try:
-        return spec_to_ascii(parse_spec(topology["spec"]))
-    except SpecError:
-        return ""
 
 
 def _seeded(storage: Storage, run_id: str, iterations: list[IterationTrace]) -> list[dict]:

@@ -6,6 +6,7 @@ a model output is shown as text and never runs.
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
@@ -185,6 +186,8 @@ def _header(trace: RunTrace) -> str:
         f'<header><h2>Run <code>{esc(trace.run_id)}</code></h2><dl class="meta">'
         + "".join(f"<dt>{name}</dt><dd>{value}</dd>" for name, value in rows)
         + f"</dl><details><summary>full config</summary><table>{table}</table></details>"
+        + _roles(trace)
+        + _channels(trace)
         + _diagram(trace)
         + plan_choice_table(trace.plan_choice)
         + _memory(trace)
@@ -208,6 +211,51 @@ def _memory(trace: RunTrace) -> str:
         f'<div class="memory-items">started with {len(trace.memory_items)} lessons of memory '
         f"<code>{name}</code>, shown in the prompts that read experiences (first-iteration, "
         f"exploit; never the explore prompt's list of strategies to avoid):<ul>{items}</ul></div>"
+    )
+
+
+def _roles(trace: RunTrace) -> str:
+    """Each role's binding: the model its calls used, its budget and temperature.
+
+    Example:
+        >>> _roles(RunTrace("r", roles={"verifier": {"kind": "openai", "model": "judge",
+        ...     "base_url": None, "adapter": None, "temperature": 0.0, "max_tokens": 64,
+        ...     "model_of": None}})).count("<tr>")
+        2
+    """
+    if not trace.roles:
+        return ""
+    rows = "".join(
+        f"<tr><td>{esc(role)}</td><td>{esc(b['kind'])}:{esc(b['model'])}"
+        + (f" @ {esc(b['base_url'])}" if b.get("base_url") else "")
+        + (f" + {esc(b['adapter'])}" if b.get("adapter") else "")
+        + f"</td><td>{esc(b['max_tokens'])}</td><td>{esc(b['temperature'])}</td>"
+        f"<td>{esc(b.get('model_of') or '–')}</td></tr>"
+        for role, b in trace.roles.items()
+    )
+    head = "<tr><th>role</th><th>model</th><th>max tokens</th><th>temperature</th>"
+    return (
+        '<details class="roles"><summary>roles (what each role\'s calls were made with)'
+        f"</summary><table>{head}<th>model of</th></tr>{rows}</table></details>"
+    )
+
+
+def _channels(trace: RunTrace) -> str:
+    """The run's state channels (a plugin's or the spec's) and their values at its end.
+
+    Example:
+        >>> "<code>marks</code>" in _channels(RunTrace("r", channels={"marks": {"a": 1}}))
+        True
+    """
+    if not trace.channels:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{esc(name)}</code></td><td><pre>"
+        f"{esc(json.dumps(value, ensure_ascii=False, indent=1, default=str))}</pre></td></tr>"
+        for name, value in trace.channels.items()
+    )
+    return (
+        f'<details class="channels" open><summary>channels</summary><table>{rows}</table></details>'
     )
 
 
