@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from tmas.cli.app import TmasCommands
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.option_group import GROUPS
+from tmas.cli.run_options import AutoPlanOptions, RunOptions
 from tmas.config import ConfigError
 
 FIELDS = tuple(f.name for f in fields(ModelOptions))
@@ -47,15 +48,31 @@ def model_option_names(names: set[str]) -> set[str]:
 def test_every_command_that_takes_a_model_takes_the_one_group() -> None:
     taking = set()
     for name, command in commands().items():
-        grouped = {p for _, names in getattr(command, GROUPS, {}).values() for p in names}
+        groups = getattr(command, GROUPS, {}).values()
+        grouped = {p for group, names in groups if group is ModelOptions for p in names}
         parameters = set(inspect.signature(command).parameters)
         assert model_option_names(parameters) <= grouped <= parameters, name
         declared_here = set(inspect.signature(inspect.unwrap(command)).parameters)
         assert not model_option_names(declared_here), name  # none declared by the command
         if grouped:
             taking.add(name)
-            assert all(group is ModelOptions for group, _ in command.option_groups.values())
     assert taking == TAKE_A_MODEL
+
+
+def test_solve_and_eval_take_the_run_and_auto_options_from_one_declaration() -> None:
+    found = commands()
+    for group in (RunOptions, AutoPlanOptions):
+        taken = {
+            name: names
+            for name, command in found.items()
+            for kind, names in getattr(command, GROUPS, {}).values()
+            if kind is group
+        }
+        assert set(taken) == {"solve", "eval"}, group.__name__
+        assert taken["solve"] == taken["eval"]
+        for name in ("solve", "eval"):  # no option of the group declared by the command itself
+            declared_here = set(inspect.signature(inspect.unwrap(found[name])).parameters)
+            assert not declared_here & set(taken[name]), name
 
 
 def declared(parameter: inspect.Parameter) -> tuple[Any, ...]:

@@ -1,33 +1,16 @@
-"""``--graph auto``: the options that choose a plan with the plan reward model, shared by
-``tmas solve`` and ``tmas eval``."""
+"""``--graph auto``: checking its options (declared in :mod:`tmas.cli.run_options`), making
+the plan chooser they describe and showing its choice; shared by ``tmas solve`` and ``tmas
+eval``."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from tmas.config import ConfigError
 from tmas.llm.backend import BackendSpec
 
 AUTO = "auto"
-
-PlansOption = Annotated[
-    int, typer.Option("--plans", min=1, help="--graph auto: candidate plans scored per problem")
-]
-PlanSpaceOption = Annotated[
-    Path | None, typer.Option(help="--graph auto: the plan space YAML the plans come from")
-]
-RewardModelOption = Annotated[
-    Path | None, typer.Option(help="--graph auto: the plan reward model (tmas orchrm train)")
-]
-OrchestratorOption = Annotated[
-    bool, typer.Option(help="--graph auto: the run's model writes the candidate plans")
-]
-AllowUnseenOption = Annotated[
-    bool, typer.Option(help="--graph auto: score plans the reward model was not trained on")
-]
 
 
 def check_auto_options(

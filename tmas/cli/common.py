@@ -49,44 +49,15 @@ ReviewOption = Annotated[
     bool, typer.Option("--review", help="pause after each iteration to inspect or edit banks")
 ]
 
-# Options shared by the commands that run topologies (solve, eval).
-GraphOption = Annotated[
-    str, typer.Option(help="bundled topology name, spec file, or auto (a plan reward model picks)")
-]
-PluginOption = Annotated[
-    list[str],
-    typer.Option(help="a module name or a .py file that registers node types, roles, prompts"),
-]
-PromptsOption = Annotated[
-    list[Path],
-    typer.Option(
-        "--prompts",
-        help="a YAML/JSON file of prompt templates (group/name: text) overriding the "
-        "topology's (repeatable; saved with the run)",
-    ),
-]
-CandidatesOption = Annotated[int | None, typer.Option("-n", "--candidates", help="N solutions")]
-VerificationsOption = Annotated[int | None, typer.Option("-m", "--verifications", help="M checks")]
-IterationsOption = Annotated[int | None, typer.Option("-t", "--iterations")]
-MaxTokensOption = Annotated[int | None, typer.Option(help="solver answer length limit")]
-MemoryOption = Annotated[
-    str | None,
-    typer.Option(
-        help="a lifelong memory: items from earlier problems seed the banks, this run's "
-        "well-verified items are kept (docs/memory.md)"
-    ),
-]
-ProofOption = Annotated[
-    bool,
-    typer.Option(
-        "--proof",
-        help="proof problems: no answer to vote on; the best-verified proof is the result "
-        "(docs/proofs.md)",
-    ),
-]
-SetOption = Annotated[
-    list[str], typer.Option("--set", help="KEY=VALUE for any config field (repeatable)")
-]
+PLUGIN_HELP = "a module name or a .py file that registers node types, roles, prompts"
+MEMORY_HELP = (
+    "a lifelong memory: items from earlier problems seed the banks, this run's well-verified "
+    "items are kept (docs/memory.md)"
+)
+SET_HELP = "KEY=VALUE for any config field (repeatable)"
+PluginOption = Annotated[list[str], typer.Option(help=PLUGIN_HELP)]
+MemoryOption = Annotated[str | None, typer.Option(help=MEMORY_HELP)]
+SetOption = Annotated[list[str], typer.Option("--set", help=SET_HELP)]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -140,13 +111,18 @@ def open_manager(
         fail(str(exc))
         raise  # unreachable
     try:
-        yield RunManager(storage, router_factory=router_factory)
+        yield RunManager(storage, router_factory=router_factory, on_notice=notice)
     except sqlite3.DatabaseError as exc:
         fail(describe_database_error(exc, storage.location), 1)
     except StorageError as exc:
         fail(str(exc), 1)
     finally:
         storage.close()
+
+
+def notice(message: str) -> None:
+    """Tell the user something they should know before a run goes on (on stderr)."""
+    err.print(f"note: {plain(message)}", markup=False, highlight=False, soft_wrap=True)
 
 
 def check_database(db: str | None) -> None:

@@ -7,29 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from tmas.cli.auto_plan import (
-    AUTO,
-    AllowUnseenOption,
-    OrchestratorOption,
-    PlansOption,
-    PlanSpaceOption,
-    RewardModelOption,
-    check_auto_options,
-    make_chooser,
-)
 from tmas.cli.common import (
-    CandidatesOption,
     ConcurrencyOption,
     DbOption,
-    GraphOption,
-    IterationsOption,
-    MaxTokensOption,
-    MemoryOption,
-    PluginOption,
-    PromptsOption,
-    ProofOption,
-    SetOption,
-    VerificationsOption,
     check_database,
     err,
     error_line,
@@ -37,13 +17,18 @@ from tmas.cli.common import (
     out,
 )
 from tmas.cli.endpoints import checked_router
-from tmas.cli.inputs import load_topology, run_options, settings_layers, setup_run
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import DEGRADED_EXIT
+from tmas.cli.run_options import (
+    AutoPlanOptions,
+    RunOptions,
+    auto_plan_options,
+    planned_run,
+    run_options,
+)
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
 from tmas.eval.results import role_counts, summary_table
-from tmas.graphs.run_plan import plan_run
 from tmas.llm.model_files import ModelFileError
 from tmas.storage.sqlite import StorageError, default_db_path
 from tmas.terminal import plain
@@ -73,33 +58,19 @@ class ProblemProgress:
             )
 
 
+@run_options()
+@auto_plan_options()
 @model_options()
 def evaluate(
     out_dir: Annotated[Path, typer.Option("--out", help="folder for results.jsonl, summary.json")],
     data: Annotated[str, typer.Option(help="JSONL/CSV/parquet file, or gsm8k / math500")] = "gsm8k",
     limit: Annotated[int | None, typer.Option(min=1, help="first K problems only")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="problems at once")] = 1,
-    graph: GraphOption = "tmas",
-    plans: PlansOption = 4,
-    plan_space: PlanSpaceOption = None,
-    reward_model: RewardModelOption = None,
-    orchestrator: OrchestratorOption = False,
-    allow_unseen_plans: AllowUnseenOption = False,
-    plugin: PluginOption = [],  # noqa: B006
-    prompts: PromptsOption = [],  # noqa: B006
-    n: CandidatesOption = None,
-    m: VerificationsOption = None,
-    iterations: IterationsOption = None,
-    epsilon: float | None = None,
-    seed: int | None = None,
-    max_tokens: MaxTokensOption = None,
-    memory: MemoryOption = None,
-    proof: ProofOption = False,
-    temperature: float | None = None,
     *,
+    run: RunOptions,
+    auto: AutoPlanOptions,
     models: ModelOptions,
     max_concurrency: ConcurrencyOption = None,
-    set_values: SetOption = [],  # noqa: B006
     db: DbOption = None,
     ray: Annotated[
         str | None,
@@ -113,31 +84,9 @@ def evaluate(
 ) -> None:
     """Evaluate a topology on a data set; rerun the same command to finish an interrupted one."""
     try:
-        problems = load_problems(data, limit, proof=proof)
-        given = run_options(n, m, iterations, epsilon, seed, max_tokens, temperature)
-        given["memory"] = memory
-        given["proof"] = proof or None
-        extras = {"--set": set_values, "--prompts": prompts, "--plugin": plugin}
-        check_auto_options(graph, given, extras, plan_space, reward_model, orchestrator)
-        chooser = None
-        roles = models.role_settings()
-        backend = models.backend_spec()
-        if graph == AUTO:
-            chooser = make_chooser(
-                plan_space,
-                reward_model,
-                plans,
-                orchestrator,
-                allow_unseen_plans,
-                backend,
-                seed or 0,
-            )  # type: ignore[arg-type]
-            topology = chooser.space.plans[0].spec if chooser.space else load_topology("tmas", [])
-            plugin = list(chooser.space.plugins) if chooser.space else []
-            plan = plan_run(topology, {"seed": seed or 0, "roles": roles}, backend, plugin)
-        else:
-            layers = settings_layers(given, set_values, roles)
-            plan = setup_run(graph, plugin, layers, backend, prompts)
+        problems = load_problems(data, limit, proof=run.proof)
+        planned = planned_run(run, auto, models)
+        plan, chooser = planned.plan, planned.chooser
         router = None if ray else checked_router(plan)  # Ray: their own
     except (ValueError, ModelFileError) as exc:  # data, config, spec, backend or its server
         fail(error_line(exc))

@@ -24,14 +24,15 @@ GROUPS = "option_groups"  # the attribute listing a decorated command's groups
 Command = TypeVar("Command", bound=Callable[..., Any])
 
 
-def option(default: Any, **settings: Any) -> Any:
-    """A field of an option group with the one declaration of its command-line option.
+def option(default: Any, *names: str, **settings: Any) -> Any:
+    """A field of an option group with the one declaration of its command-line option: its
+    ``names`` (default: ``--FIELD``), default and ``typer.Option`` settings.
 
     Example:
         >>> option(4096, min=512).metadata[OPTION].min
         512
     """
-    return field(default=default, metadata={OPTION: typer.Option(**settings)})
+    return field(default=default, metadata={OPTION: typer.Option(*names, **settings)})
 
 
 def parsed_type(hint: Any) -> Any:

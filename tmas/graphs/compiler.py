@@ -17,12 +17,13 @@ from tmas.config import TMASConfig
 from tmas.graphs.call_failures import RequireCandidate, record_failures, retry_policy
 from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.edges import add_edge, add_plain_edges
+from tmas.graphs.node_guard import GuardedNode, plugin_files
 from tmas.graphs.pipeline import bodies, is_pipeline
 from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.graphs.traits import after_solvers
 from tmas.llm.router import ModelRouter
-from tmas.nodes.channels import ChannelSpec, state_schema
+from tmas.nodes.channels import RUN_STATE_KEYS, ChannelSpec, state_schema
 from tmas.nodes.context import NodeContext
 from tmas.nodes.prompts import PromptSet
 from tmas.state import ChainOutput
@@ -37,13 +38,19 @@ class CompileSettings:
     router: ModelRouter
     prompts: PromptSet = field(default_factory=PromptSet)
     channels: Mapping[str, ChannelSpec] = field(default_factory=dict)
+    plugins: Mapping[str, str] = field(default_factory=dict)
+    """The source file of each plugin of the run -> its reference (naming a plugin's errors)."""
 
     @classmethod
     def of_plan(cls, plan: RunPlan, router: ModelRouter) -> CompileSettings:
         """The settings a plan compiles with: ``router``'s models serving the plan's own role
         bindings."""
         return cls(plan.config, router.with_bindings(plan.bindings), plan.prompt_set(),
-                   plan.channel_specs())  # fmt: skip
+                   plan.channel_specs(), plugin_files(plan.plugin_refs()))  # fmt: skip
+
+    def state_keys(self) -> frozenset[str]:
+        """What a node may return: the run's state fields and its channels."""
+        return RUN_STATE_KEYS | frozenset(self.channels)
 
     def node_context(self, node: NodeSpec) -> NodeContext:
         """The context of one node: its role is its spec's ``role:``, else its type's own; a
@@ -74,15 +81,19 @@ def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
     return None
 
 
-def _action(node: NodeSpec, spec: GraphSpec, context: NodeContext, guarded: bool) -> Any:
+def _action(node: NodeSpec, spec: GraphSpec, settings: CompileSettings, guarded: bool) -> Any:
     """The node callable: an LLM node records its failed calls; with ``guarded``, a node right
-    after a solver stops the run when every solver call failed."""
+    after a solver stops the run when every solver call failed; every node's updates are
+    checked and its errors name it (:class:`tmas.graphs.node_guard.GuardedNode`)."""
     node_type = NODE_TYPES[node.type]
+    context = settings.node_context(node)
     action = node_type.build(context, node.params)
     if node_type.calls_llm:
         action = record_failures(action, node.id, _retry(node, context.config), context.config)
     if guarded and node.id in after_solvers(spec):
         action = RequireCandidate(action)
+    if not is_pipeline(node):  # a pipeline's body nodes are guarded themselves
+        action = GuardedNode(action, node.id, node.type, settings.state_keys(), settings.plugins)
     return with_async(action, node.id)
 
 
@@ -136,7 +147,7 @@ def build_graph(
     check after its solvers (a chain's body leaves it to the run's graph)."""
     graph = StateGraph(state_schema(settings.channels), output_schema=output_schema)
     for node in spec.nodes:
-        action = _action(node, spec, settings.node_context(node), guarded)
+        action = _action(node, spec, settings, guarded)
         graph.add_node(node.id, action, retry_policy=_retry(node, settings.config))
     inner = bodies(spec)
     kept_out = {
@@ -186,6 +197,7 @@ def compile_plan(
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
+        >>> from tmas.graphs.run_plan import plan_run
         >>> from tmas.llm.backend import BackendSpec
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> plan = plan_run(load_bundled("majority_vote"), {"n_candidates": 2},

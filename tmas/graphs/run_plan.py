@@ -168,6 +168,29 @@ class RunPlan(BaseModel):
         return self.model_copy(update={"config": config, "backend": chosen, "bindings": bindings})
 
 
+def with_current_plugins(plan: RunPlan) -> tuple[RunPlan, list[str]]:
+    """``plan`` with the digest of each plugin's source as it is now, and one line for each
+    plugin whose source changed since the plan was saved (a resume runs the code there is).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> plan = plan_run(load_bundled("tmas"), None, BackendSpec(model="smollm2"))
+        >>> with_current_plugins(plan) == (plan, [])
+        True
+    """
+    changes, plugins = [], []
+    for plugin in plan.plugins:
+        now = plugin_digest(plugin.module)
+        if now != plugin.sha256:
+            was, sha = plugin.sha256 or "none", now or "none"
+            changes.append(f"plugin {plugin.module} changed since the run was saved (sha256 "
+                           f"{was} -> {sha}): it runs as it is now")  # fmt: skip
+        plugins.append(PluginRef(module=plugin.module, sha256=now))
+    if not changes:
+        return plan, []
+    return plan.model_copy(update={"plugins": plugins}), changes
+
+
 def plan_router(plan: RunPlan) -> ModelRouter:
     """The models of a run, built from its plan's role bindings on its backend
     (:func:`tmas.llm.backend.make_router`): what a run manager builds a saved run's models with.

@@ -16,11 +16,22 @@ def failure_message(exc: BaseException, location: str) -> str:
     Example:
         >>> failure_message(RuntimeError("boom"), "runs.sqlite")
         'RuntimeError: boom'
+        >>> error = ValueError("boom")
+        >>> error.add_note("at node update_banks (update_banks)")
+        >>> failure_message(error, "runs.sqlite")
+        'boom; at node update_banks (update_banks)'
         >>> failure_message(sqlite3.DatabaseError("database disk image is malformed"), "r.sqlite")
         'run database r.sqlite is damaged or not a run database: database disk image is malformed'
     """
     if isinstance(exc, sqlite3.DatabaseError):
         return describe_database_error(exc, location)
     if isinstance(exc, ModelFileError | ValueError | StorageError | ModelCallError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        text = str(exc)
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    notes = [
+        note
+        for note in getattr(exc, "__notes__", None) or []
+        if not note.startswith("During task with name")
+    ]  # LangGraph's note: ours names the node (node_guard)
+    return "; ".join([text, *notes])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,13 @@ from tmas.graphs.compiler import compile_plan
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.pipeline import pipeline_nodes
 from tmas.graphs.plugin_files import load_plugin
-from tmas.graphs.run_plan import RunPlan, Settings, plan_router, saved_plan
+from tmas.graphs.run_plan import (
+    RunPlan,
+    Settings,
+    plan_router,
+    saved_plan,
+    with_current_plugins,
+)
 from tmas.graphs.spec import GraphSpec
 from tmas.graphs.traits import nodes_where, solver_nodes, spec_uses_store
 from tmas.lifecycle.history import saved_state
@@ -97,15 +104,20 @@ class RunManager:
 
     ``router_factory`` turns a run's plan into its models (default:
     :func:`tmas.graphs.run_plan.plan_router`, from the plan's role bindings); tests pass one
-    that returns fakes.
+    that returns fakes. ``on_notice`` hears what a user should know before a run goes on (a
+    plugin whose source changed since the run was saved); default: the ``tmas`` logger.
     """
 
     def __init__(
-        self, storage: Storage | Any, router_factory: Callable[[RunPlan], ModelRouter] | None = None
+        self,
+        storage: Storage | Any,
+        router_factory: Callable[[RunPlan], ModelRouter] | None = None,
+        on_notice: Callable[[str], None] | None = None,
     ) -> None:
         self.storage = as_storage(storage)
         self.registry = self.storage.registry
         self.router_factory = router_factory or plan_router
+        self.on_notice = on_notice or logging.getLogger("tmas").warning
 
     def plan_of(self, record: RunRecord) -> RunPlan:
         """The plan a saved run runs by (:func:`tmas.graphs.run_plan.saved_plan`)."""
@@ -197,8 +209,12 @@ class RunManager:
                 "stop that process first (or wait for it)"
             )
         plan = self.plan_of(record)
-        if settings is not None or backend is not None:
-            plan = plan.revised(settings, backend=backend)
+        revised = plan.revised(settings, backend=backend) if settings or backend else plan
+        revised, changes = with_current_plugins(revised)
+        for change in changes:
+            self.on_notice(f"run {run_id}: {change}; the new digest is saved with it")
+        if revised != plan:
+            plan = revised
             self.registry.set_plan(run_id, plan.record())
             record = self.registry.get(run_id)
         graph = self.graph_for(plan, max_concurrency)
@@ -287,6 +303,7 @@ def iteration_end_node(spec: GraphSpec) -> str:
     topologies without iterations.
 
     Example:
+        >>> from tmas.graphs.bundled import load_bundled
         >>> iteration_end_node(load_bundled("tmas"))
         'record_iteration'
     """
