@@ -59,6 +59,7 @@ from tmas.nodes.agents.verifier import Verify, verification_tasks
 from tmas.nodes.control.bank_update import UpdateBanks
 from tmas.nodes.control.iteration import StartIteration
 from tmas.nodes.control.record import RecordIteration
+from tmas.nodes.tasks import TaskRequest
 from tmas.state import RunState
 from tmas.storage.sqlite import connect, open_checkpointer
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -176,13 +177,13 @@ async def plain_loop(config: TMASConfig, router: ModelRouter) -> dict[str, Any]:
     apply(state, first_input(config))
     while not state.get("stop_reason"):
         apply(state, start_iteration(state))
-        await fan_out([(solve, task) for task in solver_tasks(state, config)])
-        await fan_out([(verify, task) for task in verification_tasks(state, config)])
-        await fan_out([(summarize, task) for task in summary_tasks(state, config)])
+        await fan_out([(solve, task) for task in solver_tasks(TaskRequest(state, config))])
+        await fan_out([(verify, task) for task in verification_tasks(TaskRequest(state, config))])
+        await fan_out([(summarize, task) for task in summary_tasks(TaskRequest(state, config))])
         await fan_out(
             [
                 (node, task)
-                for task in reflection_tasks(state, config)
+                for task in reflection_tasks(TaskRequest(state, config))
                 for node in (experience, guideline)
             ]
         )

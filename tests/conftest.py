@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tmas.registration import Registry, registry
 from tmas.testing.postgres_server import TemporaryPostgres, server_bin_dir
 
 INSTALL_HINT = "or run bash .ci/run, which installs everything the tests need"
@@ -34,3 +35,12 @@ def postgres_server() -> Iterator[TemporaryPostgres]:
 def postgres_url(postgres_server: TemporaryPostgres) -> str:
     """The URL of a new, empty database on the session's PostgreSQL server."""
     return postgres_server.new_database()
+
+
+@pytest.fixture
+def restored_registry() -> Iterator[Registry]:
+    """The process's registry; what a test registers in it is forgotten after the test."""
+    found = registry()
+    saved = found.snapshot()
+    yield found
+    found.restore(saved)

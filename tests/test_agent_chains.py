@@ -68,7 +68,9 @@ def test_an_agent_without_a_prompt_is_refused(tmp_path: Path) -> None:
     data["nodes"][1]["params"] = {"agent": "nobody"}
     from tmas.graphs.spec import parse_spec
 
-    with pytest.raises(ValueError, match="agent 'nobody' has no prompt template mas/nobody"):
+    with pytest.raises(
+        ValueError, match=r"node planner \(text_agent\) renders prompts.mas/nobody, which"
+    ):
         build_graph(parse_spec(data), llm=ModelRouter(ScriptedChatModel()), config=TMASConfig())
 
 

@@ -12,6 +12,7 @@ from tmas.config import TMASConfig
 from tmas.nodes.agents.solver import solver_prompt, solver_tasks
 from tmas.nodes.control.iteration import plan_iteration
 from tmas.nodes.control.planners import choose_mode
+from tmas.nodes.tasks import TaskRequest
 from tmas.testing.fake_chat import ScriptedChatModel
 
 PROBLEM = "What is 9 + 9?"
@@ -132,7 +133,7 @@ def test_solver_tasks_carry_exactly_their_mode_context() -> None:
             {"id": "g2", "text": "Draw a diagram"},
         ],
     }
-    exploit, explore, initial = solver_tasks(state, config)
+    exploit, explore, initial = solver_tasks(TaskRequest(state, config))
 
     assert exploit["parent"]["text"] == "We count apples: 5 - 2 = 3."
     assert [e["id"] for e in exploit["experiences"]] == ["e3", "e1"]

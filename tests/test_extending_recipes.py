@@ -336,17 +336,20 @@ def test_the_plugin_similarity_also_ranks_experiences_for_repairs(tmp_path: Path
     for name, text in recipe.files.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
     import tmas
-    from tmas.memory import similarity
+    from tmas.registration import registry
 
     tmas.load_topology(str(tmp_path / "tmas_trigram.yaml"), plugins=[str(tmp_path / "trigrams.py")])
-    measured = similarity.SIMILARITIES["trigram"]
+    table = registry().similarities
+    held = table.entry("trigram")
+    measured = held.item
     queries: list[str] = []
 
     def spy(query: str, texts: list[str]) -> list[float]:
         queries.append(query)
         return measured(query, texts)
 
-    similarity.SIMILARITIES["trigram"] = spy
+    table.remove("trigram")
+    table.add("trigram", spy, held.owner)
     try:
         model = ScriptedChatModel(replies=TypoReplies())
         tmas.solve("What is 12 times 12?", topology=str(tmp_path / "tmas_trigram.yaml"),
@@ -354,7 +357,8 @@ def test_the_plugin_similarity_also_ranks_experiences_for_repairs(tmp_path: Path
                    config={"n_candidates": 2, "n_verifications": 1, "max_iterations": 2,
                            "epsilon": 0.0})  # fmt: skip
     finally:
-        similarity.SIMILARITIES["trigram"] = measured
+        table.remove("trigram")
+        table.add("trigram", measured, held.owner)
     assert any(q.startswith("What is 12 times 12?\n") for q in queries)  # repair context
     assert any(q.startswith("Pitfall") for q in queries)  # a bank item compared for dedup
 

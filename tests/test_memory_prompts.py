@@ -16,6 +16,7 @@ from tmas.llm.router import ModelRouter
 from tmas.memory.lifelong import LifelongMemory
 from tmas.nodes.agents.solver import solver_fields, solver_tasks, solver_template
 from tmas.nodes.prompts import PromptSet
+from tmas.nodes.tasks import TaskRequest
 from tmas.storage import open_storage
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
@@ -57,7 +58,7 @@ def test_remembered_lessons_go_to_first_and_exploit_prompts_never_to_explore() -
              {"index": 1, "mode": "exploit", "parent_index": 0},
              {"index": 2, "mode": "explore"}]  # fmt: skip
     initial, exploit, explore = (
-        prompt_of(t) for t in solver_tasks(state_with_memory(plans), config)
+        prompt_of(t) for t in solver_tasks(TaskRequest(state_with_memory(plans), config))
     )
     lesson = f'A strategy that worked on a similar problem ("{SOURCE[:67]}...", verified 0.92)'
     pitfall = "A pitfall met on a similar problem"

@@ -9,7 +9,7 @@ import math
 import random
 import re
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,6 @@ from tmas.memory.banks import merge_into_bank, relevant_experiences
 from tmas.memory.dedup import find_duplicate, is_near_duplicate
 from tmas.memory.lifelong import LifelongMemory
 from tmas.memory.similarity import (
-    SIMILARITIES,
     bm25_scores,
     content_words,
     register_similarity,
@@ -53,12 +52,9 @@ SMALL = {"n_candidates": 3, "n_verifications": 1, "max_iterations": 2, "epsilon"
 
 
 @pytest.fixture
-def similarities() -> Iterator[dict[str, Any]]:
-    """The similarity registry, restored after the test."""
-    saved = dict(SIMILARITIES)
-    yield SIMILARITIES
-    SIMILARITIES.clear()
-    SIMILARITIES.update(saved)
+def similarities(restored_registry: Any) -> Any:
+    """The similarity table, restored after the test."""
+    return restored_registry.similarities
 
 
 def first_word(query: str, texts: Sequence[str]) -> list[float]:

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
+from tmas.registration import declare, owner_of, registry
+
 Role = str
 
 BUILTIN_ROLES: tuple[str, ...] = ("solver", "verifier", "summary", "experience", "guideline")
@@ -42,9 +44,6 @@ class RoleSpec:
     builtin: bool = False
 
 
-_ROLES: dict[str, RoleSpec] = {}
-
-
 def register_role(
     name: str,
     *,
@@ -53,9 +52,9 @@ def register_role(
     description: str = "",
     model: str | None = None,
 ) -> RoleSpec:
-    """Declare role ``name``, which borrows the model of role ``model_of`` (``model`` is its
-    older spelling); declaring it again replaces the declaration, but a built-in role cannot
-    be redeclared.
+    """Declare role ``name`` (in :func:`tmas.registration.registry`), which borrows the model of
+    role ``model_of`` (``model`` is its older spelling); the module that declared it may
+    declare it again, no other may, and a built-in role cannot be redeclared.
 
     Example:
         >>> register_role("doc_critic", max_tokens=128, model_of="verifier").model_of
@@ -66,10 +65,10 @@ def register_role(
         ValueError: 'solver' is a built-in role; set its budget with solver_max_tokens
     """
     model_of = model_of or model
-    checked_declaration(name, max_tokens, model_of, _ROLES)
+    roles = registry().roles
+    checked_declaration(name, max_tokens, model_of, roles)
     spec = RoleSpec(name, max_tokens, model_of, description)
-    _ROLES[name] = spec
-    return spec
+    return declare("roles", name, spec, owner_of(spec))
 
 
 def checked_declaration(
@@ -86,7 +85,7 @@ def checked_declaration(
     """
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"a role name is letters, digits, '_' or '-', not {name!r}")
-    if name in _ROLES and _ROLES[name].builtin:
+    if name in BUILTIN_ROLE_NAMES:
         raise ValueError(f"{name!r} is a built-in role; set its budget with {name}_max_tokens")
     if not 1 <= max_tokens <= 262_144:
         raise ValueError(f"role {name!r}: max_tokens must be 1..262144, not {max_tokens}")
@@ -109,8 +108,10 @@ class RoleBook(Mapping[str, RoleSpec]):
     Example:
         >>> book = RoleBook.registered().declaring({"doc_scout": {"max_tokens": 40,
         ...                                          "model_of": "verifier"}})
-        >>> book["doc_scout"].max_tokens, book.model_key("doc_scout"), "doc_scout" in _ROLES
-        (40, 'verifier', False)
+        >>> book["doc_scout"].max_tokens, book.model_key("doc_scout")
+        (40, 'verifier')
+        >>> "doc_scout" in registry().roles
+        False
     """
 
     def __init__(self, specs: Mapping[str, RoleSpec]) -> None:
@@ -129,7 +130,7 @@ class RoleBook(Mapping[str, RoleSpec]):
     @classmethod
     def registered(cls) -> RoleBook:
         """The roles registered in this process now (built-in ones first)."""
-        return cls(_ROLES)
+        return cls(dict(registry().roles.items()))
 
     def declaring(self, declarations: Mapping[str, Mapping[str, object]]) -> RoleBook:
         """This book with a spec's ``roles:`` block added (name -> max_tokens, model_of or its
@@ -235,4 +236,6 @@ BUILTIN_ROLE_SPECS: tuple[RoleSpec, ...] = (
 )  # fmt: skip
 """The roles the package itself declares, with their default answer budgets."""
 
-_ROLES.update({spec.name: spec for spec in BUILTIN_ROLE_SPECS})
+BUILTIN_ROLE_NAMES = frozenset(spec.name for spec in BUILTIN_ROLE_SPECS)
+for _spec in BUILTIN_ROLE_SPECS:
+    declare("roles", _spec.name, _spec, __name__)

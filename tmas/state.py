@@ -273,17 +273,18 @@ def lost_roles(usage: Mapping[str, Mapping[str, int]] | None) -> list[str]:
     )
 
 
-def merge_extras(current: dict[str, Any] | None, update: dict[str, Any] | None) -> dict[str, Any]:
-    """Reducer of ``extras``: the keys of the update replace those of the state (so parallel
-    nodes writing different keys both keep theirs); ``RESET`` empties it.
+def merge_keyed(current: Mapping[str, Any] | None, update: Any) -> dict[str, Any]:
+    """The keyed reducer (``extras``, and a ``keyed`` channel): the keys of the update replace
+    those of the state (so parallel nodes writing different keys both keep theirs); ``RESET``
+    empties it.
 
     Example:
-        >>> merge_extras({"a": 1, "b": 2}, {"b": 3}), merge_extras({"a": 1}, RESET)
+        >>> merge_keyed({"a": 1, "b": 2}, {"b": 3}), merge_keyed({"a": 1}, RESET)
         ({'a': 1, 'b': 3}, {})
     """
     if update == RESET:
         return {}
-    return {**(current or {}), **(update or {})}
+    return {**(current or {}), **dict(update or {})}
 
 
 class RunState(TypedDict, total=False):
@@ -295,8 +296,9 @@ class RunState(TypedDict, total=False):
     the last ``history_window`` iterations and ``vote_totals`` the vote over all of them, so
     the state stays the same size however long a run is; every record stays in the
     checkpoints (:func:`tmas.lifecycle.history.iteration_records`). ``call_failures`` keeps the
-    newest model calls that failed for good, and ``usage`` counts them per role. ``extras``
-    holds what nodes of plugins write (plain JSON-able values under keys of their choosing).
+    newest model calls that failed for good, and ``usage`` counts them per role. ``extras`` is
+    the channel every run has (keyed: plain JSON-able values under keys of their writers'
+    choosing; :data:`tmas.nodes.channels.BUILTIN_CHANNELS`).
     """
 
     problem: str
@@ -321,7 +323,7 @@ class RunState(TypedDict, total=False):
     final_answer: str | None
     selection: str
     stop_reason: str | None
-    extras: Annotated[dict[str, Any], merge_extras]
+    extras: Annotated[dict[str, Any], merge_keyed]
 
 
 CHAIN_OUTPUT_KEYS: tuple[str, ...] = (

@@ -19,6 +19,7 @@ from tmas.graphs.bundled import load_bundled
 from tmas.llm.router import ModelRouter
 from tmas.nodes.agents.solver import solver_tasks
 from tmas.nodes.control.iteration import StartIteration
+from tmas.nodes.tasks import TaskRequest
 from tmas.roles import Role
 from tmas.seeding import derive_seed
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -170,9 +171,9 @@ def test_references_may_be_longer_than_repair_prompts() -> None:
     }
     update = StartIteration(config, "references")(state)  # retires iteration 1's rollout
     retired = {**state, **update}
-    (task,) = solver_tasks(retired, config)
+    (task,) = solver_tasks(TaskRequest(retired, config))
     assert len(task["references"][0]["text"]) == 3000
     (repair,) = solver_tasks(
-        {**retired, "plans": StartIteration(config, "refine")(state)["plans"]}, config
+        TaskRequest({**retired, "plans": StartIteration(config, "refine")(state)["plans"]}, config)
     )
     assert len(repair["parent"]["text"]) == 500

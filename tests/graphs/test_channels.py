@@ -10,10 +10,6 @@ import pytest
 
 import tmas
 from tmas.graphs.registry import (
-    NODE_TYPES,
-    PLANNERS,
-    SELECTION_RULES,
-    STOP_CONDITIONS,
     PlanChoice,
     register_node,
     register_planner,
@@ -26,37 +22,30 @@ from tmas.testing.fake_chat import ScriptedChatModel
 
 PROBLEM = "What is 9 + 9?"
 
-if "test_mark_iteration" not in NODE_TYPES:
 
-    @register_node("test_mark_iteration", writes=["marks", "log", "last"])
-    def _mark(ctx: Any) -> Any:
-        def mark(state: dict[str, Any]) -> dict[str, Any]:
-            n = state["iteration"]
-            return {"marks": {str(n): f"seen {n}"}, "log": [f"it {n}"], "last": n}
+@register_node("test_mark_iteration", writes=["marks", "log", "last"])
+def _mark(ctx: Any) -> Any:
+    def mark(state: dict[str, Any]) -> dict[str, Any]:
+        n = state["iteration"]
+        return {"marks": {str(n): f"seen {n}"}, "log": [f"it {n}"], "last": n}
 
-        return mark
-
-
-if "test_follow_last" not in PLANNERS:
-
-    @register_planner("test_follow_last", modes=("marked",))
-    def _follow_last(request: Any) -> PlanChoice:
-        """Mode ``marked`` when the previous iteration left a mark."""
-        return PlanChoice("marked" if request.channels.get("marks") else "initial")
+    return mark
 
 
-if "test_three_logged" not in STOP_CONDITIONS:
+@register_planner("test_follow_last", modes=("marked",))
+def _follow_last(request: Any) -> PlanChoice:
+    """Mode ``marked`` when the previous iteration left a mark."""
+    return PlanChoice("marked" if request.channels.get("marks") else "initial")
 
-    @register_stop("test_three_logged")
-    def _three_logged(state: dict[str, Any]) -> bool:
-        return len(state.get("log") or []) >= 3
+
+@register_stop("test_three_logged")
+def _three_logged(state: dict[str, Any]) -> bool:
+    return len(state.get("log") or []) >= 3
 
 
-if "test_last_as_answer" not in SELECTION_RULES:
-
-    @register_selection("test_last_as_answer")
-    def _last_as_answer(record: Any, totals: Any, channels: Any) -> str:
-        return f"last={channels['last']}"
+@register_selection("test_last_as_answer")
+def _last_as_answer(record: Any, totals: Any, channels: Any) -> str:
+    return f"last={channels['last']}"
 
 
 def spec(**changes: Any) -> dict[str, Any]:
@@ -144,8 +133,10 @@ def test_an_override_may_use_any_field_its_task_carries() -> None:
                           for text in checks)  # fmt: skip
 
 
-def test_a_registered_channel_joins_the_topologies_that_use_it() -> None:
+def test_a_registered_channel_joins_the_topologies_that_use_it(restored_registry: Any) -> None:
     register_channel("test_registered_notes", reducer="append")
-    with pytest.raises(ValueError, match="already registered"):
-        register_channel("test_registered_notes", reducer="keyed")
+    taken = ChannelSpec("test_taken_notes", "keyed")
+    restored_registry.channels.add("test_taken_notes", taken, "another_plugin")
+    with pytest.raises(ValueError, match="already registered by another_plugin"):
+        register_channel("test_taken_notes", reducer="append")
     assert register_channel("test_registered_notes", reducer="append").reducer == "append"

@@ -9,24 +9,21 @@ import pytest
 
 from tmas.api import build_graph
 from tmas.config import TMASConfig
-from tmas.graphs.registry import NODE_TYPES, STOP_CONDITIONS, register_node, register_stop
+from tmas.graphs.registry import register_node, register_stop
 from tmas.graphs.spec import SpecError, parse_spec
 from tmas.graphs.validate import plain_sources, validate_spec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel
 
-if "test_visit" not in NODE_TYPES:
 
-    @register_node("test_visit")
-    def _visit(ctx: Any, name: str = "") -> Any:
-        return lambda state: {"visits": [name]}
+@register_node("test_visit")
+def _visit(ctx: Any, name: str = "") -> Any:
+    return lambda state: {"visits": [name]}
 
 
-if "test_two_passes" not in STOP_CONDITIONS:
-
-    @register_stop("test_two_passes")
-    def _two_passes(state: dict[str, Any]) -> bool:
-        return state.get("visits", []).count("d") >= 2
+@register_stop("test_two_passes")
+def _two_passes(state: dict[str, Any]) -> bool:
+    return state.get("visits", []).count("d") >= 2
 
 
 def visit(node_id: str) -> dict[str, Any]:

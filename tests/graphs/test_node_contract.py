@@ -10,14 +10,13 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import tmas
 from tests.cli_helpers import invoke, one_line
-from tmas.graphs.catalog import NODE_TYPES
-from tmas.memory.similarity import SIMILARITIES
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 PROBLEM = "What is 9 + 9?"
@@ -62,22 +61,12 @@ FIXED_SIMILARITY = BROKEN_SIMILARITY.replace(
 )
 
 
-@pytest.fixture
-def restored_registries() -> Iterator[None]:
-    nodes, similarities = dict(NODE_TYPES), dict(SIMILARITIES)
-    yield
-    NODE_TYPES.clear()
-    NODE_TYPES.update(nodes)
-    SIMILARITIES.clear()
-    SIMILARITIES.update(similarities)
-
-
 def backend(server: FakeOpenAIServer) -> list[str]:
     return ["--base-url", server.base_url, "--model", "scripted", "--quiet"]
 
 
 def test_a_node_returning_an_undeclared_key_fails_naming_it(
-    tmp_path: Path, restored_registries: None
+    tmp_path: Path, restored_registry: Any
 ) -> None:
     plugin, spec = tmp_path / "sparkle.py", tmp_path / "sparkling.yaml"
     plugin.write_text(SPARKLE, encoding="utf-8")
@@ -96,7 +85,7 @@ def test_a_node_returning_an_undeclared_key_fails_naming_it(
 
 
 def test_a_plugin_raising_at_run_time_is_named_and_a_fixed_file_is_noted_on_resume(
-    tmp_path: Path, restored_registries: None
+    tmp_path: Path, restored_registry: Any
 ) -> None:
     home, plugin = tmp_path / "home", tmp_path / "fragile.py"
     plugin.write_text(BROKEN_SIMILARITY, encoding="utf-8")
@@ -123,3 +112,51 @@ def test_a_plugin_raising_at_run_time_is_named_and_a_fixed_file_is_noted_on_resu
     after = json.loads(invoke(home, "show", "f1", "--json").stdout)["plan"]["plugins"]
     assert [p["module"] for p in after] == [p["module"] for p in before] == [str(plugin)]
     assert after[0]["sha256"] != before[0]["sha256"]
+
+
+MISGROUPED = textwrap.dedent(
+    """
+    from tmas.plugin import register_node, register_prompts, register_role
+
+    register_role("t_critic", max_tokens=64, model_of="verifier")
+    register_prompts("t_critique", {"system": "You criticise.", "user": "Criticise {solution}"})
+
+    @register_node("t_critique", calls_llm=True, role="t_critic", group="verifier",
+                   prompts={"system": (), "user": ()})
+    def make_critique(ctx):
+        return lambda task: {}
+    """
+)
+
+
+def test_templates_a_plugin_registers_under_a_group_no_node_renders_are_refused(
+    tmp_path: Path, restored_registry: Any
+) -> None:
+    saved = restored_registry.snapshot()
+    plugin = tmp_path / "misgrouped.py"
+    plugin.write_text(MISGROUPED, encoding="utf-8")
+    spec = {
+        "name": "critiqued",
+        "nodes": [
+            {"id": "start", "type": "start_iteration", "params": {"planner": "initial"}},
+            {"id": "solve", "type": "solve"},
+            {"id": "critique", "type": "t_critique"},
+            {"id": "vote", "type": "record_iteration"},
+        ],
+        "edges": [
+            {"from": "START", "to": "start"},
+            {"from": "start", "to": "solve", "fanout": {"tasks": "solver_tasks"}},
+            {"from": "solve", "to": "critique", "fanout": {"tasks": "verification_tasks"}},
+            {"from": "critique", "to": "vote"},
+            {"from": "vote", "to": "start", "until": "run_finished"},
+        ],
+    }
+    with pytest.raises(ValueError) as refused:
+        tmas.load_topology(spec, plugins=[str(plugin)])
+    text = one_line(str(refused.value))
+    assert "registers prompts t_critique/system, t_critique/user, which no node" in text
+    assert "its nodes render templates under t_critic/" in text
+    restored_registry.restore(saved)
+    fixed = tmp_path / "grouped.py"
+    fixed.write_text(MISGROUPED.replace('"t_critique", {"system"', '"t_critic", {"system"'))
+    assert tmas.load_topology(spec, plugins=[str(fixed)]).name == "critiqued"

@@ -8,6 +8,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,12 +18,12 @@ from tmas.api import build_graph
 from tmas.cli import app
 from tmas.config import TMASConfig
 from tmas.graphs import registry
-from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.registry import load_plugin
 from tmas.graphs.run_plan import saved_plan
 from tmas.graphs.spec import SpecError, load_spec_file, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.router import ModelRouter
+from tmas.registration import registry as tmas_registry
 from tmas.storage.run_registry import RunRegistry
 from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
@@ -65,12 +66,9 @@ SPEC = {
 
 
 @pytest.fixture
-def isolated_registry() -> Iterator[None]:
-    """The node registries are restored after the test."""
-    saved_nodes = dict(NODE_TYPES)
-    yield
-    NODE_TYPES.clear()
-    NODE_TYPES.update(saved_nodes)
+def isolated_registry(restored_registry: Any) -> Any:
+    """The registry, restored after the test."""
+    return restored_registry
 
 
 @pytest.fixture
@@ -97,7 +95,7 @@ def write_spec(folder: Path) -> Path:
 def forget_plugin() -> None:
     """As in a new process: the module is not imported and its node types are unknown."""
     sys.modules.pop(PLUGIN, None)
-    NODE_TYPES.pop("shout", None)
+    tmas_registry().nodes.remove("shout")
 
 
 def invoke(home: Path, *args: str) -> Result:
@@ -119,7 +117,7 @@ def test_spec_with_a_user_node_is_refused_until_the_plugin_is_loaded(plugin_dir:
 
     load_plugin(PLUGIN)
 
-    assert "shout" in NODE_TYPES
+    assert "shout" in tmas_registry().nodes
     assert validate_spec(spec) is spec
 
 
@@ -148,25 +146,25 @@ def test_user_node_default_params_apply(plugin_dir: Path) -> None:
 
 def test_loading_a_plugin_twice_is_harmless(plugin_dir: Path) -> None:
     load_plugin(PLUGIN)
-    entry = NODE_TYPES["shout"]
+    entry = tmas_registry().nodes["shout"]
     load_plugin(PLUGIN)
-    assert NODE_TYPES["shout"] is entry
+    assert tmas_registry().nodes["shout"] is entry
 
 
 def test_a_user_type_may_not_take_a_builtin_name(isolated_registry: None) -> None:
-    builtin = NODE_TYPES["solve"]
-    with pytest.raises(ValueError, match="node type 'solve' is already registered"):
+    builtin = tmas_registry().nodes["solve"]
+    with pytest.raises(ValueError, match="node type 'solve' is already registered by tmas"):
         registry.register_node("solve")(lambda ctx: lambda state: {})
-    assert NODE_TYPES["solve"] is builtin
+    assert tmas_registry().nodes["solve"] is builtin
 
 
 def test_a_refused_registration_leaves_the_registries_unchanged(isolated_registry: None) -> None:
     # "join" is a built-in barrier that calls no model; a clashing registration that says
     # calls_llm must not turn it into an LLM node (retry policy, counted by estimate_run_calls).
-    assert not NODE_TYPES["join"].calls_llm
+    assert not tmas_registry().nodes["join"].calls_llm
     with pytest.raises(ValueError, match="node type 'join' is already registered"):
         registry.register_node("join", calls_llm=True)(lambda ctx: lambda state: {})
-    assert not NODE_TYPES["join"].calls_llm
+    assert not tmas_registry().nodes["join"].calls_llm
 
 
 def test_missing_plugin_module_is_a_clear_error() -> None:
@@ -235,14 +233,14 @@ def test_cli_runs_a_spec_with_a_plugin_and_resume_imports_it_again(
         assert [n.type for n in plan.topology.nodes][-1] == "shout"
 
         forget_plugin()
-        assert "shout" not in NODE_TYPES
+        assert "shout" not in tmas_registry().nodes
         server.max_requests = 100
 
         resumed = invoke(home, "resume", "plug1", "--quiet")
 
         assert resumed.exit_code == 0, resumed.output
         assert PLUGIN in sys.modules  # resume imported the stored plugin again
-        assert "shout" in NODE_TYPES
+        assert "shout" in tmas_registry().nodes
         assert "answer ANSWER 18!!" in one_line(resumed.stdout)
         assert server.request_count == 4  # only iteration 2's two solver calls were added
 

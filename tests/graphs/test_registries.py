@@ -4,20 +4,15 @@ parameters are checked with the spec, before anything runs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 import tmas
-import tmas.graphs.catalog  # noqa: F401 - the built-in node types, registered
 from tests.cli_helpers import db_path, digest, invoke
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.estimate import estimate_run_calls
 from tmas.graphs.registry import (
-    NODE_TYPES,
-    PLANNERS,
-    STOP_CONDITIONS,
     PlanChoice,
     register_node,
     register_planner,
@@ -27,7 +22,6 @@ from tmas.graphs.registry import (
 from tmas.graphs.spec import SpecError
 from tmas.graphs.traits import solver_nodes, spec_uses_store
 from tmas.lifecycle.manager import iteration_end_node
-from tmas.nodes.prompts import _REGISTERED
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 
@@ -36,15 +30,9 @@ SMALL = {"n_candidates": 3, "n_verifications": 1, "max_iterations": 3}
 
 
 @pytest.fixture
-def registries() -> Iterator[None]:
+def registries(restored_registry: Any) -> Any:
     """Registrations made by a test are forgotten after it."""
-    saved = (dict(NODE_TYPES), dict(PLANNERS), dict(STOP_CONDITIONS), dict(_REGISTERED))
-    yield
-    for table, before in zip(
-        (NODE_TYPES, PLANNERS, STOP_CONDITIONS, _REGISTERED), saved, strict=True
-    ):
-        table.clear()
-        table.update(before)
+    return restored_registry
 
 
 def tmas_with(**changes: Any) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from typing import Any
 
 from tmas.graphs.contract_checks import contract_problems
 from tmas.graphs.run_plan import RunPlan
-from tmas.nodes.channels import RUN_STATE_KEYS
 
 VALUE_CHARS = 120
 
@@ -117,14 +116,12 @@ def state_lines(plan: RunPlan, state: Mapping[str, Any]) -> list[str]:
         >>> from tmas.graphs.run_plan import plan_run
         >>> from tmas.llm.backend import BackendSpec
         >>> plan = plan_run(load_bundled("tmas"), None, BackendSpec(model="smollm2"))
-        >>> state_lines(plan, {"stop_reason": "consensus"})
-        ['stopped: consensus']
+        >>> state_lines(plan, {"stop_reason": "consensus", "extras": {"note": "ok"}})
+        ['stopped: consensus', 'channel extras: {"note": "ok"}']
     """
     stop = state.get("stop_reason")
     lines = [f"stopped: {stop}" if stop else "stopped: not yet (resume to go on)"]
     for name in plan.channels:
-        if name in RUN_STATE_KEYS:
-            continue
         text = json.dumps(state.get(name), ensure_ascii=False, default=str)
         shown = text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 3] + "..."
         lines.append(f"channel {name}: {shown}")

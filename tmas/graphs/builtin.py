@@ -47,7 +47,23 @@ def _planner_options(params: Mapping[str, Any]) -> list[str]:
     return option_problems(params.get("planner", "epsilon_greedy"), options)
 
 
-@register_node("start_iteration", check_params=_planner_options, starts_iteration=True)
+FAILED_CALLS = ("usage", "call_failures")
+"""What a model call that failed for good writes, whatever node made it
+(:mod:`tmas.graphs.call_failures`)."""
+ITERATION_STATE = ("candidates", "verifications", "summaries", "experience_proposals",
+                   "guideline_proposals")  # fmt: skip
+"""The lists an iteration fills and the next one empties."""
+
+
+@register_node(
+    "start_iteration",
+    check_params=_planner_options,
+    starts_iteration=True,
+    reads=("iteration", "candidates", "summaries", "stop_reason"),
+    writes=("iteration", "previous", "plans", *ITERATION_STATE, "experience_bank",
+            "guideline_bank", "history", "vote_totals", "final_answer", "stop_reason",
+            "extras"),
+)  # fmt: skip
 def _start_iteration(
     ctx: NodeContext,
     planner: PlannerName = "epsilon_greedy",
@@ -60,43 +76,83 @@ def _start_iteration(
 
 
 @register_node(
-    "solve", calls_llm=True, produces_candidates=True, role="solver", prompts=SOLVER_PROMPTS
+    "solve",
+    calls_llm=True,
+    produces_candidates=True,
+    role="solver",
+    prompts=SOLVER_PROMPTS,
+    writes=("candidates", "parse_issues", *FAILED_CALLS),
 )
 def _solve(ctx: NodeContext) -> Solve:
     return Solve(ctx)
 
 
-@register_node("verify", calls_llm=True, role="verifier", prompts=VERIFIER_PROMPTS)
+@register_node(
+    "verify",
+    calls_llm=True,
+    role="verifier",
+    prompts=VERIFIER_PROMPTS,
+    writes=("verifications", "parse_issues", *FAILED_CALLS),
+)
 def _verify(ctx: NodeContext) -> Verify:
     return Verify(ctx)
 
 
-@register_node("summarize", calls_llm=True, role="summary", prompts=SUMMARY_PROMPTS)
+@register_node(
+    "summarize",
+    calls_llm=True,
+    role="summary",
+    prompts=SUMMARY_PROMPTS,
+    writes=("summaries", "parse_issues", *FAILED_CALLS),
+)
 def _summarize(ctx: NodeContext) -> Summarize:
     return Summarize(ctx)
 
 
-@register_node("reports_as_summary")
+@register_node("reports_as_summary", writes=("summaries",))
 def _reports_as_summary(ctx: NodeContext) -> ReportsAsSummary:
     return ReportsAsSummary()
 
 
-@register_node("extract_experience", calls_llm=True, role="experience", prompts=REFLECTION_PROMPTS)
+@register_node(
+    "extract_experience",
+    calls_llm=True,
+    role="experience",
+    prompts=REFLECTION_PROMPTS,
+    writes=("experience_proposals", "parse_issues", *FAILED_CALLS),
+)
 def _extract_experience(ctx: NodeContext) -> ExtractExperience:
     return ExtractExperience(ctx)
 
 
-@register_node("extract_guideline", calls_llm=True, role="guideline", prompts=REFLECTION_PROMPTS)
+@register_node(
+    "extract_guideline",
+    calls_llm=True,
+    role="guideline",
+    prompts=REFLECTION_PROMPTS,
+    writes=("guideline_proposals", "parse_issues", *FAILED_CALLS),
+)
 def _extract_guideline(ctx: NodeContext) -> ExtractGuideline:
     return ExtractGuideline(ctx)
 
 
-@register_node("update_banks")
+@register_node(
+    "update_banks",
+    reads=("iteration", "candidates", "experience_proposals", "guideline_proposals",
+           "experience_bank", "guideline_bank"),
+    writes=("experience_bank", "guideline_bank", "bank_growth"),
+)  # fmt: skip
 def _update_banks(ctx: NodeContext) -> UpdateBanks:
     return UpdateBanks(ctx.config)
 
 
-@register_node("record_iteration", ends_iteration=True)
+@register_node(
+    "record_iteration",
+    ends_iteration=True,
+    reads=("iteration", "gold_answer", "candidates", "verifications", "summaries", "history",
+           "vote_totals", "bank_growth", "parse_issues", "call_failures", "usage", "extras"),
+    writes=("history", "vote_totals", "final_answer", "selection", "stop_reason", "extras"),
+)  # fmt: skip
 def _record_iteration(
     ctx: NodeContext, selection: SelectionName = DEFAULT_SELECTION
 ) -> RecordIteration:
@@ -106,6 +162,7 @@ def _record_iteration(
 DELM_PLANNER = ("problem", "max_tasks")
 DELM_WORKER = ("problem", "task", "notes", "document")
 DELM_ANSWER = ("problem", "notes")
+DELM_JUDGE = ("problem", "note", "evidence")
 
 
 @register_node(
@@ -116,6 +173,8 @@ DELM_ANSWER = ("problem", "notes")
     role="solver",
     group="delm",
     prompts={"planner_system": DELM_PLANNER, "planner_user": DELM_PLANNER},
+    reads=("problem", "documents"),
+    writes=("iteration", "candidates", "parse_issues", *FAILED_CALLS),
 )
 def _delm_seed(ctx: NodeContext, max_tasks: Annotated[int, Field(ge=1, le=64)] = 4) -> DelmSeed:
     return DelmSeed(ctx, max_tasks)
@@ -133,7 +192,13 @@ def _worker_calls(params: dict[str, Any], config: TMASConfig) -> int:
     needs_store=True,
     role="solver",
     group="delm",
-    prompts={"worker_system": DELM_WORKER, "worker_user": DELM_WORKER},
+    prompts={
+        "worker_system": DELM_WORKER,
+        "worker_user": DELM_WORKER,
+        "delm/judge_system": (),  # the gate's judge: exact keys, whatever the node's role
+        "delm/judge_user": DELM_JUDGE,
+    },
+    writes=("parse_issues", *FAILED_CALLS),
 )
 def _delm_worker(
     ctx: NodeContext,
@@ -162,6 +227,8 @@ def _delm_worker(
     role="solver",
     group="delm",
     prompts={"answer_system": DELM_ANSWER, "answer_user": DELM_ANSWER},
+    reads=("problem",),
+    writes=("candidates", "parse_issues", *FAILED_CALLS),
 )
 def _delm_answer(ctx: NodeContext) -> DelmAnswer:
     return DelmAnswer(ctx)
@@ -174,6 +241,7 @@ def join(_: Any) -> dict[str, Any]:
 
 @register_node("join")
 def _join(ctx: NodeContext) -> Any:
+    """Node: a barrier that runs once after every branch leading to it finished."""
     return join
 
 

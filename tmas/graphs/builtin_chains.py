@@ -19,7 +19,12 @@ from tmas.nodes.agents.text_agents import TextAgent, TextAnswer
 LatentSteps = Annotated[int, Field(ge=0, le=4096)]
 
 
-register_tasks("chain_answer_tasks", count=per_candidate, label="N")(chain_answer_tasks)
+register_tasks(
+    "chain_answer_tasks",
+    count=per_candidate,
+    label="N",
+    fields=("problem", "iteration", "plan", "extras"),
+)(chain_answer_tasks)
 
 
 def _checked(ctx: NodeContext, agent: str) -> str:
@@ -41,7 +46,23 @@ def _shared_model(ctx: NodeContext, agent: str) -> Any:
     return loaded
 
 
-@register_node("latent_agent", calls_llm=True, needs_internals=True, role="solver")
+CHAIN_PROMPTS = {"mas/system": ("agent",), "mas/{agent}": ("problem", "notes")}
+"""What an agent of a chain renders: exact keys, the agent's own named by its ``agent``
+parameter (:mod:`tmas.nodes.agents.chain`)."""
+TEXT_CHAIN_PROMPTS = {**CHAIN_PROMPTS, "mas/notes": ("notes",)}
+AGENT_WRITES = ("extras", "usage", "call_failures")
+ANSWER_WRITES = ("candidates", "extras", "parse_issues", "usage", "call_failures")
+
+
+@register_node(
+    "latent_agent",
+    calls_llm=True,
+    needs_internals=True,
+    role="solver",
+    prompts=CHAIN_PROMPTS,
+    reads=("problem", "iteration", "extras"),
+    writes=AGENT_WRITES,
+)
 def _latent_agent(
     ctx: NodeContext,
     agent: str,
@@ -61,6 +82,8 @@ def _latent_agent(
     produces_candidates=True,
     needs_internals=True,
     role="solver",
+    prompts=CHAIN_PROMPTS,
+    writes=ANSWER_WRITES,
 )
 def _latent_answer(ctx: NodeContext, agent: str = "judger") -> LatentAnswer:
     loaded = _shared_model(ctx, agent)
@@ -75,11 +98,25 @@ def _latent_answer(ctx: NodeContext, agent: str = "judger") -> LatentAnswer:
     )
 
 
-@register_node("text_agent", calls_llm=True, role="solver")
+@register_node(
+    "text_agent",
+    calls_llm=True,
+    role="solver",
+    prompts=TEXT_CHAIN_PROMPTS,
+    reads=("problem", "iteration", "extras"),
+    writes=AGENT_WRITES,
+)
 def _text_agent(ctx: NodeContext, agent: str) -> TextAgent:
     return TextAgent(ctx, _checked(ctx, agent))
 
 
-@register_node("text_answer", calls_llm=True, produces_candidates=True, role="solver")
+@register_node(
+    "text_answer",
+    calls_llm=True,
+    produces_candidates=True,
+    role="solver",
+    prompts=TEXT_CHAIN_PROMPTS,
+    writes=ANSWER_WRITES,
+)
 def _text_answer(ctx: NodeContext, agent: str = "judger") -> TextAnswer:
     return TextAnswer(ctx, _checked(ctx, agent))

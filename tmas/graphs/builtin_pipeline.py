@@ -10,12 +10,20 @@ from langgraph.graph.state import CompiledStateGraph
 from tmas.graphs.builtin import per_candidate
 from tmas.graphs.pipeline import PIPELINE, body_from, candidate_tasks
 from tmas.graphs.registry import NodeContext, register_node, register_tasks
+from tmas.state import CHAIN_INPUT_KEYS, CHAIN_OUTPUT_KEYS
 
-register_tasks("candidate_tasks", count=per_candidate, label="N")(candidate_tasks)
+register_tasks(
+    "candidate_tasks",
+    count=per_candidate,
+    label="N",
+    fields=(*CHAIN_INPUT_KEYS, "plans"),
+)(candidate_tasks)
 
 
-@register_node(PIPELINE)
+@register_node(PIPELINE, writes=CHAIN_OUTPUT_KEYS)
 def _pipeline(ctx: NodeContext, spec: str | dict[str, Any]) -> CompiledStateGraph:
+    """Node: a body spec run as a subgraph per task (one candidate's chain), its writes merged
+    back once."""
     if ctx.compile_body is None:
         raise ValueError("a pipeline node is built by the topology compiler")
     return ctx.compile_body(body_from(spec, PIPELINE))

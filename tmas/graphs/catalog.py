@@ -1,41 +1,19 @@
-"""The registries with the built-in pieces loaded: importing this module registers the
-built-in node types and task builders (``builtin``, ``builtin_chains``, ``builtin_pipeline``;
-the built-in planners, stop conditions and selection rules register themselves in
-:mod:`tmas.nodes.control`), so the tables it exports know every built-in name. Plugins add
-theirs through :mod:`tmas.graphs.registry` (or the public :mod:`tmas.plugin`)."""
+"""What a topology uses of the registry (:func:`tmas.registration.registry`, whose constructor
+loads the built-in node types, task builders, planners, stop conditions, selection rules,
+channels, similarities, roles and prompts): the registrations its spec names, the plugins a
+run of it must load, and the state channels it has."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from tmas.graphs import builtin, builtin_chains, builtin_pipeline
 from tmas.graphs.pipeline import bodies
-from tmas.graphs.plugin_files import load_plugin, module_of, plugin_of
-from tmas.graphs.registry import (
-    NODE_TYPES,
-    PLANNERS,
-    SELECTION_RULES,
-    STOP_CONDITIONS,
-    TASK_BUILDERS,
-    TASK_FIELDS,
-    TASK_SIZES,
-)
-from tmas.memory.similarity import SIMILARITIES
-from tmas.nodes.channels import CHANNELS, RUN_STATE_KEYS, ChannelSpec, channel_spec
-
-BUILTIN_MODULES = (builtin, builtin_chains, builtin_pipeline)
-"""The modules whose import registered the built-in node types and task builders."""
+from tmas.graphs.plugin_files import load_plugin, module_of, plugin_of_module
+from tmas.nodes.channels import BUILTIN_CHANNELS, RUN_STATE_KEYS, ChannelSpec, channel_spec
+from tmas.registration import Entry, registry
 
 __all__ = [
-    "BUILTIN_MODULES",
-    "NODE_TYPES",
-    "PLANNERS",
-    "SELECTION_RULES",
-    "STOP_CONDITIONS",
-    "TASK_BUILDERS",
-    "TASK_FIELDS",
-    "TASK_SIZES",
     "channel_names",
     "registrations_used",
     "run_plugins",
@@ -43,31 +21,40 @@ __all__ = [
 ]
 
 
-def registrations_used(spec: Any) -> list[Any]:
-    """What ``spec`` uses of the registries: node factories, task builders, planners,
-    selection rules and stop conditions named by it or its pipelines' bodies, and the
-    similarities its ``config:`` block names (unknown names left out)."""
-    used: list[Any] = [
-        SIMILARITIES.get(str(spec.config.get(field, "")))
+def registrations_used(spec: Any) -> list[Entry[Any]]:
+    """The registry entries ``spec`` uses: node types, task builders, planners, selection
+    rules and stop conditions named by it or its pipelines' bodies, and the similarities its
+    ``config:`` block names (unknown names left out).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> used = registrations_used(load_bundled("tmas"))
+        >>> sorted({e.name for e in used if e.owner == "tmas.graphs.builtin"})[:3]
+        ['extract_experience', 'extract_guideline', 'join']
+    """
+    found = registry()
+    named: list[tuple[Any, str]] = [
+        (found.similarities, str(spec.config.get(field, "")))
         for field in ("similarity", "memory_similarity")
     ]
     for node in spec.nodes:
-        used.append(getattr(NODE_TYPES.get(node.type), "factory", None))
-        used.append(getattr(PLANNERS.get(str(node.params.get("planner", ""))), "plan", None))
-        used.append(SELECTION_RULES.get(str(node.params.get("selection", ""))))
+        named.append((found.nodes, node.type))
+        named.append((found.planners, str(node.params.get("planner", ""))))
+        named.append((found.selections, str(node.params.get("selection", ""))))
     for edge in spec.edges:
-        used += [STOP_CONDITIONS.get(name) for name in edge.conditions]
+        named += [(found.stops, name) for name in edge.conditions]
         if edge.fanout is not None and edge.fanout.tasks:
-            used.append(TASK_BUILDERS.get(edge.fanout.tasks))
+            named.append((found.tasks, edge.fanout.tasks))
+    used = [table.entry(name) for table, name in named if name in table]
     for body in bodies(spec).values():
         used += registrations_used(body)
-    return [item for item in used if item is not None]
+    return used
 
 
 def run_plugins(spec: Any, plugins: Sequence[str] = ()) -> list[str]:
     """The plugins a run of ``spec`` saves: those named (loaded, as :func:`load_plugin`
-    returns them), then the modules of any other registration the spec uses, so a resume
-    finds them all even when a caller imported a plugin by hand.
+    returns them), then the module of any other registration the spec uses that is a plugin's,
+    so a resume finds them all even when a caller imported a plugin by hand.
 
     Example:
         >>> from tmas.graphs.bundled import load_bundled
@@ -76,12 +63,11 @@ def run_plugins(spec: Any, plugins: Sequence[str] = ()) -> list[str]:
     """
     refs = [load_plugin(ref) for ref in plugins]
     covered = {getattr(module_of(ref), "__name__", None) for ref in refs}
-    for item in registrations_used(spec):
-        module = getattr(item, "__module__", None)
-        if module in covered or (ref := plugin_of(item)) is None:
-            continue
-        covered.add(module)
-        refs.append(ref)
+    owners = {entry.owner for entry in registrations_used(spec) if not entry.builtin}
+    for owner in sorted(owners - covered):
+        ref = plugin_of_module(owner)
+        if ref is not None:
+            refs.append(ref)
     return list(dict.fromkeys(refs))
 
 
@@ -97,7 +83,7 @@ def channel_names(spec: Any) -> list[str]:
     """
     names: list[str] = []
     for node in spec.nodes:
-        node_type = NODE_TYPES.get(node.type)
+        node_type = registry().nodes.get(node.type)
         if node_type is not None:
             names += [*node_type.reads, *node_type.writes]
     for edge in spec.edges:
@@ -109,9 +95,9 @@ def channel_names(spec: Any) -> list[str]:
 
 
 def spec_channels(spec: Any) -> dict[str, ChannelSpec]:
-    """The channels a run of ``spec`` has: those its ``channels:`` block declares, then the
-    registered ones it names (:func:`channel_names`); a name neither declares is left for the
-    validator to refuse.
+    """The channels a run of ``spec`` has: the built-in ones (``extras``), those its
+    ``channels:`` block declares, then the registered ones it names (:func:`channel_names`); a
+    name neither declares is left for the validator to refuse.
 
     Example:
         >>> from tmas.graphs.spec import parse_spec
@@ -120,8 +106,11 @@ def spec_channels(spec: Any) -> dict[str, ChannelSpec]:
         >>> spec_channels(spec)["marks"].reducer
         'keyed'
     """
-    found = {name: channel_spec(name, **decl.model_dump()) for name, decl in spec.channels.items()}
+    found = dict(BUILTIN_CHANNELS)
+    found.update(
+        (name, channel_spec(name, **decl.model_dump())) for name, decl in spec.channels.items()
+    )
     for name in channel_names(spec):
-        if name not in found and name in CHANNELS:
-            found[name] = CHANNELS[name]
+        if name not in found and name in registry().channels:
+            found[name] = registry().channels[name]
     return found

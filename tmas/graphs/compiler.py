@@ -15,7 +15,6 @@ from langgraph.types import RetryPolicy
 
 from tmas.config import TMASConfig
 from tmas.graphs.call_failures import RequireCandidate, record_failures, retry_policy
-from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.edges import add_edge, add_plain_edges
 from tmas.graphs.node_guard import GuardedNode, plugin_files
 from tmas.graphs.pipeline import bodies, is_pipeline
@@ -26,6 +25,7 @@ from tmas.llm.router import ModelRouter
 from tmas.nodes.channels import RUN_STATE_KEYS, ChannelSpec, state_schema
 from tmas.nodes.context import NodeContext
 from tmas.nodes.prompts import PromptSet
+from tmas.registration import registry
 from tmas.state import ChainOutput
 
 
@@ -48,6 +48,10 @@ class CompileSettings:
         return cls(plan.config, router.with_bindings(plan.bindings), plan.prompt_set(),
                    plan.channel_specs(), plugin_files(plan.plugin_refs()))  # fmt: skip
 
+    def budgets(self) -> dict[str, int]:
+        """Each role's answer budget in the run (its binding's): what task builders see."""
+        return {role: binding.max_tokens for role, binding in self.router.bindings.items()}
+
     def state_keys(self) -> frozenset[str]:
         """What a node may return: the run's state fields and its channels."""
         return RUN_STATE_KEYS | frozenset(self.channels)
@@ -55,7 +59,7 @@ class CompileSettings:
     def node_context(self, node: NodeSpec) -> NodeContext:
         """The context of one node: its role is its spec's ``role:``, else its type's own; a
         spec's ``role:`` also serves every call of the node with that role's model."""
-        node_type = NODE_TYPES[node.type]
+        node_type = registry().nodes[node.type]
         role = node.role or node_type.role or "solver"
         router = self.router.for_role(node.role) if node.role else self.router
         return NodeContext(
@@ -76,7 +80,7 @@ def _retry(node: NodeSpec, config: TMASConfig) -> RetryPolicy | None:
             max_attempts=node.retry.max_attempts,
             initial_interval=node.retry.initial_interval,
         )
-    if NODE_TYPES[node.type].calls_llm:
+    if registry().nodes[node.type].calls_llm:
         return retry_policy(config)
     return None
 
@@ -85,7 +89,7 @@ def _action(node: NodeSpec, spec: GraphSpec, settings: CompileSettings, guarded:
     """The node callable: an LLM node records its failed calls; with ``guarded``, a node right
     after a solver stops the run when every solver call failed; every node's updates are
     checked and its errors name it (:class:`tmas.graphs.node_guard.GuardedNode`)."""
-    node_type = NODE_TYPES[node.type]
+    node_type = registry().nodes[node.type]
     context = settings.node_context(node)
     action = node_type.build(context, node.params)
     if node_type.calls_llm:
@@ -127,8 +131,8 @@ def written_channels(spec: GraphSpec, channels: Mapping[str, ChannelSpec]) -> fr
     names = {
         name
         for node in spec.nodes
-        if node.type in NODE_TYPES
-        for name in NODE_TYPES[node.type].writes
+        if node.type in registry().nodes
+        for name in registry().nodes[node.type].writes
         if name in channels
     }
     for inner in bodies(spec).values():
@@ -157,7 +161,8 @@ def build_graph(
     }
     for edge in spec.edges:
         if edge.fanout is not None or edge.until is not None:
-            add_edge(graph, edge, settings.config, settings.channels, kept_out)
+            add_edge(graph, edge, settings.config, settings.channels, kept_out,
+                     settings.budgets())  # fmt: skip
     add_plain_edges(graph, spec)
     return graph
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from tmas.graphs.catalog import NODE_TYPES, TASK_FIELDS
 from tmas.graphs.pipeline import bodies
 from tmas.graphs.registry import NodeType
 from tmas.graphs.spec import FanOut, GraphSpec, NodeSpec
 from tmas.nodes.channels import RUN_STATE_KEYS
+from tmas.nodes.parameters import with_defaults
 from tmas.nodes.prompts import template_fields, template_key
+from tmas.registration import registry
 
 ANY_PROMPT = "*"
 FANOUT_FIELDS = {"over": ("problem", "iteration", "item", "index"), "copies": ("problem",
@@ -39,28 +40,49 @@ def task_fields(fanout: FanOut | None, state_keys: Collection[str]) -> set[str] 
     if fanout is None:
         return set(state_keys)
     if fanout.tasks is not None:
-        if fanout.tasks not in TASK_FIELDS:
+        entry = registry().tasks.get(fanout.tasks)
+        if entry is None or entry.fields is None:
             return None
-        given = set(TASK_FIELDS[fanout.tasks])
+        given = set(entry.fields)
     else:
         given = set(FANOUT_FIELDS["over" if fanout.over is not None else "copies"])
     return given | set(fanout.with_)
 
 
+def rendered_key(node: NodeSpec, node_type: NodeType, name: str, templates: Mapping[str, str]):
+    """The key of the template a node renders as ``name``: a name with a ``/`` is an exact
+    key, its ``{param}`` parts filled from the node's parameters (``mas/{agent}``); any other
+    is looked up in the node's role's namespace, then its type's group's.
+
+    Example:
+        >>> node = NodeSpec(id="critic", type="text_agent", params={"agent": "critic"})
+        >>> rendered_key(node, registry().nodes["text_agent"], "mas/{agent}", {})
+        'mas/critic'
+    """
+    if "/" in name:
+        try:
+            return name.format(**with_defaults(node_type.factory, node.params))
+        except (KeyError, IndexError, ValueError):
+            return name
+    role = node.role or node_type.role or "solver"
+    return template_key(role, node_type.prompt_group, name, templates)
+
+
 def _rendered(node: NodeSpec, node_type: NodeType, templates: Mapping[str, str]) -> dict:
-    """Each template the node renders, by key, with the fields the node computes for it."""
+    """Each template the node renders, by key, with the fields the node computes for it
+    (templates the run lacks included: the caller names them)."""
     role = node.role or node_type.role or "solver"
     group = node_type.prompt_group
     found = {}
     for name, computed in node_type.prompts.items():
         if name != ANY_PROMPT:
-            found[template_key(role, group, name, templates)] = set(computed)
+            found[rendered_key(node, node_type, name, templates)] = set(computed)
     if ANY_PROMPT in node_type.prompts:
         for key in templates:
             prefix, _, name = key.partition("/")
             if prefix in (role, group) and name not in node_type.prompts:
                 found.setdefault(key, set(node_type.prompts[ANY_PROMPT]))
-    return {key: computed for key, computed in found.items() if key in templates}
+    return found
 
 
 def _node_problems(
@@ -70,7 +92,7 @@ def _node_problems(
     channels: Collection[str],
     report: ContractReport,
 ) -> None:
-    node_type = NODE_TYPES.get(node.type)
+    node_type = registry().nodes.get(node.type)
     if node_type is None:
         return
     for name in (*node_type.reads, *node_type.writes):
@@ -82,6 +104,15 @@ def _node_problems(
     entries = [e.fanout for e in spec.edges if node.id in e.targets and e.fanout is not None]
     inputs = [task_fields(fanout, [*RUN_STATE_KEYS, *channels]) for fanout in entries or [None]]
     for key, computed in _rendered(node, node_type, templates).items():
+        if key not in templates:
+            group = key.partition("/")[0]
+            known = sorted(k for k in templates if k.startswith(f"{group}/"))
+            report.problems.append(
+                f"node {node.id} ({node.type}) renders prompts.{key}, which the run has no "
+                f"template of ({group} has: {', '.join(known) or 'none'}; add it under prompts: "
+                "or register it)"
+            )
+            continue
         report.rendered.add(key)
         used = template_fields(templates[key])
         for given in inputs:

@@ -11,7 +11,6 @@ from langgraph.types import Send
 
 from tmas.config import TMASConfig
 from tmas.graphs import spec as spec_names
-from tmas.graphs.catalog import TASK_BUILDERS
 from tmas.graphs.spec import EdgeSpec, FanOut, GraphSpec
 from tmas.graphs.validate import plain_sources
 from tmas.nodes.channels import ChannelSpec
@@ -21,6 +20,8 @@ from tmas.nodes.control.stop_rules import (
     first_holding,
     run_finished,
 )
+from tmas.nodes.tasks import TaskRequest
+from tmas.registration import registry
 
 
 def endpoint(name: str) -> str:
@@ -38,9 +39,11 @@ def fanout_payloads(
     state: Mapping[str, Any],
     config: TMASConfig,
     channels: Mapping[str, ChannelSpec] | None = None,
+    budgets: Mapping[str, int] | None = None,
 ) -> list[dict]:
     """The task payloads one fan-out edge sends (to each of its targets), each with the
-    channels its ``with`` names (:func:`with_channels`).
+    channels its ``with`` names (:func:`with_channels`); a task builder is asked with the run's
+    ``budgets`` (each role's answer budget).
 
     Example:
         >>> fanout_payloads(FanOut(copies=2), {"problem": "p", "iteration": 1}, TMASConfig())
@@ -48,7 +51,8 @@ def fanout_payloads(
     """
     base = {"problem": state.get("problem"), "iteration": state.get("iteration")}
     if fanout.tasks is not None:
-        payloads = TASK_BUILDERS[fanout.tasks](dict(state), config)
+        request = TaskRequest(dict(state), config, dict(budgets or {}))
+        payloads = registry().tasks[fanout.tasks].build(request)
     elif fanout.over is not None:
         items = state.get(fanout.over) or []
         payloads = [{**base, "item": item, "index": i} for i, item in enumerate(items)]
@@ -132,9 +136,11 @@ def add_edge(
     config: TMASConfig,
     channels: Mapping[str, ChannelSpec],
     kept_out: Mapping[str, frozenset[str]],
+    budgets: Mapping[str, int] | None = None,
 ) -> None:
     """Wire a fan-out or loop edge; ``kept_out`` names, per target, the channels its tasks must
-    not carry (those a pipeline body writes itself: its writes come back to the run once)."""
+    not carry (those a pipeline body writes itself: its writes come back to the run once);
+    ``budgets`` are the run's answer budgets by role (what task builders are asked with)."""
     if edge.until is not None:
         _add_loop(graph, edge)
     elif edge.fanout is not None:
@@ -143,7 +149,7 @@ def add_edge(
         fanout = edge.fanout
 
         def route(state: dict[str, Any]) -> list[Send]:
-            payloads = fanout_payloads(fanout, state, config, channels)
+            payloads = fanout_payloads(fanout, state, config, channels, budgets)
             return [
                 Send(t, {k: v for k, v in p.items() if k not in kept_out.get(t, ())})
                 for p in payloads

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tmas.config import TMASConfig
-from tmas.graphs.catalog import NODE_TYPES, TASK_SIZES
 from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.spec import GraphSpec, NodeSpec
 from tmas.nodes.control.iteration import round_size
 from tmas.nodes.control.stop_rules import early_conditions
+from tmas.registration import registry
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _calls_per_run(node: NodeSpec, config: TMASConfig, width: int) -> CallEstima
     """The calls of one run of ``node``; a pipeline's are its body's at ``width``."""
     if is_pipeline(node):
         return iteration_calls(body_of(node), config, width)
-    node_type = NODE_TYPES[node.type]
+    node_type = registry().nodes[node.type]
     if not node_type.calls_llm:
         return CallEstimate(0)
     if node_type.max_calls is not None:
@@ -74,8 +74,8 @@ def iteration_calls(spec: GraphSpec, config: TMASConfig, width: int) -> CallEsti
             continue
         if edge.fanout.copies is not None:
             tasks = edge.fanout.copies
-        elif edge.fanout.tasks in TASK_SIZES:
-            tasks = TASK_SIZES[edge.fanout.tasks].count(config, width)
+        elif (size := getattr(registry().tasks.get(edge.fanout.tasks), "size", None)) is not None:
+            tasks = size.count(config, width)
         else:
             tasks, exact, bound = width, False, False
         for target in edge.targets:

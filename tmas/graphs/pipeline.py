@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.graphs.spec import GraphSpec, NodeSpec, SpecError, parse_spec
 from tmas.nodes.channels import RUN_STATE_KEYS
-from tmas.state import CHAIN_INPUT_KEYS, RunState
+from tmas.nodes.tasks import TaskRequest
+from tmas.state import CHAIN_INPUT_KEYS
 
 PIPELINE = "pipeline"
 """The node type whose body is a spec."""
@@ -126,18 +126,21 @@ def with_inline_bodies(spec: GraphSpec) -> GraphSpec:
     return spec.model_copy(update={"nodes": nodes})
 
 
-def candidate_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+def candidate_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """One chain input per plan: that plan alone, the run's problem, iteration and banks, the
     earlier rollouts the plan reads and the values of the run's state channels (but those the
     body writes itself); the body's own task builders then make one candidate's tasks from it.
 
     Example:
+        >>> from tmas.config import TMASConfig
         >>> from tmas.nodes.control.iteration import plan_iteration
         >>> state = {"problem": "1+1?", "iteration": 1,
         ...          "plans": plan_iteration(TMASConfig(n_candidates=2), 1, [])}
-        >>> [(t["plans"][0]["index"], t["previous"]) for t in candidate_tasks(state, TMASConfig())]
+        >>> tasks = candidate_tasks(TaskRequest(state))
+        >>> [(t["plans"][0]["index"], t["previous"]) for t in tasks]
         [(0, []), (1, [])]
     """
+    state = request.state
     base = {key: state[key] for key in CHAIN_INPUT_KEYS if key in state}  # type: ignore[literal-required]
     base.update({key: value for key, value in state.items() if key not in RUN_STATE_KEYS})
     tasks = []

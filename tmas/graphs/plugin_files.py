@@ -146,18 +146,15 @@ def module_of(ref: str) -> ModuleType | None:
     return sys.modules.get(ref)
 
 
-def plugin_of(function: object) -> str | None:
-    """The plugin reference of the module that defines ``function`` (a registered node type,
-    planner, ...): a single-file module's absolute path, a package's name; None for the
-    package's own and for code that cannot be imported again (a script's ``__main__``, a
-    notebook).
+def plugin_of_module(name: str) -> str | None:
+    """The plugin reference of module ``name`` (the owner of a registry entry): a single-file
+    module's absolute path, a package's name; None for the package's own and for code that
+    cannot be imported again (a script's ``__main__``, a notebook).
 
     Example:
-        >>> from tmas.roles import register_role
-        >>> plugin_of(register_role) is None
-        True
+        >>> plugin_of_module("tmas.roles") is None, plugin_of_module("json")
+        (True, 'json')
     """
-    name = getattr(function, "__module__", None) or ""
     if not name or name == "tmas" or name.startswith(("tmas.", "__main__")):
         return None
     origin = getattr(sys.modules.get(name), "__file__", None)

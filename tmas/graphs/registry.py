@@ -1,8 +1,9 @@
-"""Registries of node types, fan-out task builders, planners, stop conditions and selection
-rules, by name.
+"""Registering node types and fan-out task builders (in the registry,
+:func:`tmas.registration.registry`, beside planners, stop conditions, selection rules, channels,
+similarities, roles and prompts).
 
-Built-in entries come from ``tmas.graphs.builtin`` (loaded by ``tmas.graphs.catalog``); users
-add their own from any module, through the public plugin API::
+Built-in entries come from ``tmas.graphs.builtin`` (loaded by the registry's constructor);
+users add their own from any module, through the public plugin API::
 
     from tmas.plugin import register_node
 
@@ -25,27 +26,26 @@ from tmas.config import TMASConfig
 from tmas.graphs.plugin_files import load_plugin
 from tmas.nodes.channels import register_channel
 from tmas.nodes.context import NodeContext
-from tmas.nodes.control.planners import PLANNERS, PlanChoice, PlanRequest, register_planner
-from tmas.nodes.control.selection_rules import SELECTION_RULES, register_selection
-from tmas.nodes.control.stop_rules import STOP_CONDITIONS, register_stop
+from tmas.nodes.control.planners import PlanChoice, PlanRequest, register_planner
+from tmas.nodes.control.selection_rules import SelectionRequest, register_selection
+from tmas.nodes.control.stop_rules import register_stop
+from tmas.nodes.parameters import keyword_problems
 from tmas.nodes.prompts import register_prompts
-from tmas.registration import keyword_problems, register_in
+from tmas.nodes.tasks import TaskBuilder, TaskRequest, as_request_builder
+from tmas.registration import declare, owner_of, registry
 from tmas.roles import register_role
 
 __all__ = [
-    "NODE_TYPES",
-    "PLANNERS",
-    "SELECTION_RULES",
-    "STOP_CONDITIONS",
-    "TASK_BUILDERS",
-    "TASK_FIELDS",
-    "TASK_SIZES",
     "NodeContext",
     "NodeType",
     "PlanChoice",
     "PlanRequest",
+    "SelectionRequest",
+    "TaskEntry",
+    "TaskRequest",
     "TaskSize",
     "load_plugin",
+    "node_type",
     "register_channel",
     "register_node",
     "register_planner",
@@ -54,10 +54,10 @@ __all__ = [
     "register_selection",
     "register_stop",
     "register_tasks",
+    "task_entry",
 ]
 
 NodeFactory = Callable[..., Callable[[Any], dict[str, Any]]]
-TaskBuilder = Callable[[dict[str, Any], TMASConfig], list[dict[str, Any]]]
 CallBound = Callable[[dict[str, Any], TMASConfig], int]
 TaskCount = Callable[[TMASConfig, int], int]
 ParamCheck = Callable[[Mapping[str, Any]], list[str]]
@@ -125,10 +125,9 @@ class NodeType:
         the wrong type, missing required ones, and what ``check_params`` finds.
 
         Example:
-            >>> from tmas.graphs.catalog import NODE_TYPES
-            >>> NODE_TYPES["record_iteration"].param_problems({"selection": "vote_last", "k": 2})
+            >>> node_type("record_iteration").param_problems({"selection": "vote_last", "k": 2})
             ["parameter 'k' is not taken (it takes: selection)"]
-            >>> NODE_TYPES["start_iteration"].param_problems({"planner": "refine", "k": 2})
+            >>> node_type("start_iteration").param_problems({"planner": "refine", "k": 2})
             ["planner 'refine': option 'k' is not taken (it takes: none)"]
         """
         problems = keyword_problems(self.factory, params, what="parameter")
@@ -137,10 +136,35 @@ class NodeType:
         return problems
 
 
-NODE_TYPES: dict[str, NodeType] = {}
-TASK_BUILDERS: dict[str, TaskBuilder] = {}
-TASK_SIZES: dict[str, TaskSize] = {}
-TASK_FIELDS: dict[str, tuple[str, ...]] = {}
+@dataclass(frozen=True)
+class TaskEntry:
+    """A registered task builder: ``build(request) -> task payloads``, how many tasks it sends
+    (``size``: None when it does not say) and the fields every task carries (``fields``: None
+    when it does not say)."""
+
+    build: TaskBuilder
+    size: TaskSize | None = None
+    fields: tuple[str, ...] | None = None
+
+
+def node_type(name: str) -> NodeType:
+    """The node type registered as ``name``; ValueError naming the known ones otherwise.
+
+    Example:
+        >>> node_type("solve").role
+        'solver'
+    """
+    return registry().nodes[name]  # type: ignore[no-any-return]
+
+
+def task_entry(name: str) -> TaskEntry:
+    """The task builder registered as ``name``; ValueError naming the known ones otherwise.
+
+    Example:
+        >>> task_entry("verification_tasks").size.label
+        'N x M'
+    """
+    return registry().tasks[name]  # type: ignore[no-any-return]
 
 
 def register_node(
@@ -160,24 +184,22 @@ def register_node(
     reads: Sequence[str] = (),
     writes: Sequence[str] = (),
 ) -> Callable[[NodeFactory], NodeFactory]:
-    """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``.
+    """Register a node factory ``(ctx: NodeContext, **params) -> node callable`` as ``name``
+    (in :func:`tmas.registration.registry`).
 
     The node callable takes the state (or its fan-out task) and returns a state update. What
     the flags and declarations mean: see :class:`NodeType`. Registering the same factory again
-    is harmless; another one under a taken name is refused.
+    is harmless; another one under a name another module holds is refused.
 
     Example:
         >>> @register_node("doc_example_noop")
         ... def make_noop(ctx, **params):
         ...     return lambda state: {}
-        >>> NODE_TYPES["doc_example_noop"].calls_llm
+        >>> node_type("doc_example_noop").calls_llm
         False
     """
 
     def decorate(factory: NodeFactory) -> NodeFactory:
-        existing = NODE_TYPES.get(name)
-        if existing is not None and existing.factory is factory:
-            return factory
         entry = NodeType(
             name,
             factory,
@@ -195,7 +217,7 @@ def register_node(
             reads=tuple(reads),
             writes=tuple(writes),
         )
-        register_in(NODE_TYPES, "node type", name)(entry)  # refuses a taken name
+        declare("nodes", name, entry, owner_of(factory))
         return factory
 
     return decorate
@@ -207,8 +229,9 @@ def register_tasks(
     count: TaskCount | None = None,
     label: str = "?",
     fields: Sequence[str] | None = None,
-) -> Callable[[TaskBuilder], TaskBuilder]:
-    """Register a fan-out task builder ``(state, config) -> list of task payloads``.
+) -> Callable[[Callable[..., list[dict[str, Any]]]], Any]:
+    """Register a fan-out task builder ``(request: TaskRequest) -> list of task payloads`` (a
+    builder of ``(state, config)``, written before requests, is adapted once, here).
 
     ``count(config, width)`` says how many tasks it sends in an iteration of ``width``
     candidates when no model call failed (progress totals are exact then; without it they
@@ -219,19 +242,17 @@ def register_tasks(
     Example:
         >>> @register_tasks("doc_example_pairs", count=lambda config, width: 2 * width,
         ...                 label="2N")
-        ... def pairs(state, config):
-        ...     return [{"problem": state["problem"], "copy": i} for i in range(2)]
-        >>> TASK_SIZES["doc_example_pairs"].label
+        ... def pairs(request):
+        ...     return [{"problem": request.state["problem"], "copy": i} for i in range(2)]
+        >>> task_entry("doc_example_pairs").size.label
         '2N'
     """
-    register = register_in(TASK_BUILDERS, "task builder", name)
 
-    def decorate(builder: TaskBuilder) -> TaskBuilder:
-        register(builder)
-        if count is not None:
-            TASK_SIZES[name] = TaskSize(count, label)
-        if fields is not None:
-            TASK_FIELDS[name] = tuple(fields)
+    def decorate(builder: Callable[..., list[dict[str, Any]]]) -> Any:
+        size = TaskSize(count, label) if count is not None else None
+        entry = TaskEntry(as_request_builder(builder), size,
+                          tuple(fields) if fields is not None else None)  # fmt: skip
+        declare("tasks", name, entry, owner_of(builder))
         return builder
 
     return decorate

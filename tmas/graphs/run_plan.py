@@ -27,16 +27,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tmas.config import ConfigError, TMASConfig, describe_validation_error, merged_config
 from tmas.graphs.catalog import run_plugins, spec_channels
 from tmas.graphs.pipeline import with_inline_bodies
-from tmas.graphs.plugin_files import plugin_digest, plugin_of
+from tmas.graphs.plugin_files import plugin_digest, plugin_of_module
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.bindings import RoleBinding, described_models, resolve_bindings
 from tmas.llm.router import ModelRouter
-from tmas.memory.similarity import similarities_of
-from tmas.nodes.channels import ChannelSpec
-from tmas.nodes.control.selection_rules import selection_rule
+from tmas.nodes.channels import BUILTIN_CHANNELS, ChannelSpec
 from tmas.nodes.prompts import PromptSet, builtin_templates
+from tmas.registration import registry
 from tmas.roles import RoleBook
 from tmas.storage.run_registry import RunRecord
 from tmas.storage.sqlite import StorageError
@@ -114,8 +113,10 @@ class RunPlan(BaseModel):
         return RoleBook.from_declarations(self.roles)
 
     def channel_specs(self) -> dict[str, ChannelSpec]:
-        """The state channels of this run."""
-        return {name: ChannelSpec(name, **spec) for name, spec in self.channels.items()}
+        """The state channels of this run (the built-in ones too, for plans saved before they
+        were listed)."""
+        saved = {name: ChannelSpec(name, **spec) for name, spec in self.channels.items()}
+        return {**BUILTIN_CHANNELS, **saved}
 
     def prompt_set(self) -> PromptSet:
         """The templates of this run, exactly as planned (nothing looked up again)."""
@@ -267,13 +268,16 @@ def plan_run(
     config = merged_config(spec.config, *_layers(settings))
     roles = spec_roles(spec)
     config.check_roles(roles)
+    found = registry()
     try:
+        named = [(found.similarities, config.similarity),
+                 (found.similarities, config.memory_similarity)]  # fmt: skip
         if config.selection is not None:
-            selection_rule(config.selection)
-        measures = similarities_of(config)
+            named.append((found.selections, config.selection))
+        owners = [table.entry(name).owner for table, name in named]
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    refs = run_plugins(spec, [*plugins, *filter(None, map(plugin_of, measures))])
+    refs = run_plugins(spec, [*plugins, *filter(None, map(plugin_of_module, owners))])
     return _assembled(spec, config, backend, roles, refs)
 
 

@@ -240,86 +240,41 @@ class GraphSpec(BaseModel):
         return self.model_copy(update={"nodes": nodes})
 
     def without_nodes(self, *node_ids: str) -> GraphSpec:
-        """This spec without the given nodes (an ablation): each is taken out of the edges that
-        lead to it; an edge left without targets, or a loop exit, leads instead (as a plain
-        edge) to where the node's own single plain edge led. Validate the result
+        """This spec without the given nodes (an ablation), inside pipeline bodies too
+        (:func:`tmas.graphs.spec_edits.without_nodes`). Validate the result
         (``tmas.load_topology``).
-
-        A node of a pipeline's inline body is taken out of that body.
 
         Example:
             >>> from tmas.graphs.bundled import load_bundled
             >>> ablation = load_bundled("tmas_barrier").without_nodes("extract_guideline")
             >>> [e.target for e in ablation.edges if e.source == "summaries_ready"]
             [['extract_experience']]
-            >>> nested = load_bundled("tmas").without_nodes("extract_guideline")
-            >>> [n["id"] for n in nested.nodes[1].params["spec"]["nodes"]][-2:]
-            ['summarize', 'extract_experience']
         """
-        inner = {
-            n.id: GraphSpec.model_validate({"name": n.id, **n.params["spec"]})
-            for n in self.nodes
-            if _inline_body(n)
-        }
-        known = self.node_ids() + [i for body in inner.values() for i in body.node_ids()]
-        unknown = [i for i in node_ids if i not in known]
-        if unknown:
-            raise KeyError(f"no node {unknown[0]!r}; nodes: {', '.join(known)}")
-        gone = set(node_ids)
-        return self._without_in_bodies(inner, gone)._without_here(gone)
+        from tmas.graphs.spec_edits import without_nodes
 
-    def _without_here(self, gone: set[str]) -> GraphSpec:
-        """This spec without its own ``gone`` nodes (see :meth:`without_nodes`)."""
+        return without_nodes(self, *node_ids)
 
-        def onward(node_id: str, seen: frozenset[str] = frozenset()) -> list[str]:
-            outs = [e for e in self.edges if e.source == node_id]
-            if len(outs) != 1 or outs[0].fanout or outs[0].until or node_id in seen:
-                return []
-            found: list[str] = []
-            for target in outs[0].targets:
-                found += onward(target, seen | {node_id}) if target in gone else [target]
-            return found
+    def with_node(
+        self,
+        node: NodeSpec | dict[str, Any],
+        *,
+        after: str | None = None,
+        before: str | None = None,
+    ) -> GraphSpec:
+        """This spec with ``node`` inserted right after or right before a named node, inside a
+        pipeline body too (:func:`tmas.graphs.spec_edits.with_node`). Validate the result
+        (``tmas.load_topology``).
 
-        edges = []
-        for edge in self.edges:
-            if edge.source in gone:
-                continue
-            kept = [t for t in edge.targets if t not in gone]
-            update: dict[str, Any] = {}
-            if not kept:  # bypass the removed nodes; a fan-out into them has nothing to send
-                kept = [t for removed in edge.targets for t in onward(removed)]
-                update["fanout"] = None
-            if not kept:
-                continue
-            update["target"] = kept[0] if len(kept) == 1 and isinstance(edge.target, str) else kept
-            if edge.until and edge.exit in gone:
-                update["exit"] = (onward(edge.exit) or [END])[0]
-            edges.append(edge.model_copy(update=update))
-        nodes = [n for n in self.nodes if n.id not in gone]
-        return self.model_copy(update={"nodes": nodes, "edges": edges})
+        Example:
+            >>> from tmas.graphs.bundled import load_bundled
+            >>> spec = load_bundled("majority_vote").with_node(
+            ...     {"id": "pause", "type": "join"}, after="record_iteration")
+            >>> [(e.source, e.target) for e in spec.edges][-2:]
+            [('pause', 'start_iteration'), ('record_iteration', 'pause')]
+        """
+        from tmas.graphs.spec_edits import with_node
 
-    def _without_in_bodies(self, inner: dict[str, GraphSpec], gone: set[str]) -> GraphSpec:
-        """This spec with the ``gone`` nodes taken out of its inline pipeline bodies."""
-        nodes = []
-        for node in self.nodes:
-            body = inner.get(node.id)
-            if body is not None and gone & set(body.node_ids()):
-                block = body.without_nodes(*(gone & set(body.node_ids())))
-                spec = {
-                    **node.params["spec"],
-                    **block.model_dump(
-                        by_alias=True, include={"nodes", "edges"}, exclude_defaults=True
-                    ),
-                }
-                node = node.model_copy(update={"params": {**node.params, "spec": spec}})
-            nodes.append(node)
-        return self.model_copy(update={"nodes": nodes})
-
-
-def _inline_body(node: NodeSpec) -> bool:
-    """Whether ``node`` is a pipeline with an inline body block (see
-    :mod:`tmas.graphs.pipeline`)."""
-    return node.type == "pipeline" and isinstance(node.params.get("spec"), dict)
+        return with_node(self, node, after=after, before=before)
 
 
 def _field_problems(exc: ValidationError) -> list[str]:

@@ -3,10 +3,10 @@ end an iteration, share a store or need the model's internals."""
 
 from __future__ import annotations
 
-from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.pipeline import bodies
 from tmas.graphs.spec import GraphSpec
 from tmas.graphs.validate import plain_sources
+from tmas.registration import registry
 
 
 def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
@@ -24,7 +24,7 @@ def nodes_where(spec: GraphSpec, trait: str) -> list[str]:
     return [
         node.id
         for node in spec.nodes
-        if inner.get(node.id) or (node.type in NODE_TYPES and getattr(NODE_TYPES[node.type], trait))
+        if inner.get(node.id) or getattr(registry().nodes.get(node.type), trait, False)
     ]
 
 

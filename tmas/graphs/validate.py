@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import networkx as nx
 
-from tmas.graphs.catalog import (
-    NODE_TYPES,
-    PLANNERS,
-    STOP_CONDITIONS,
-    TASK_BUILDERS,
-)
 from tmas.graphs.contract_checks import contract_problems
 from tmas.graphs.pipeline import body_of, is_pipeline
 from tmas.graphs.spec import END, START, GraphSpec, SpecError
-from tmas.nodes.channels import CHANNELS, channel_spec
+from tmas.nodes.channels import channel_spec
 from tmas.nodes.prompts import builtin_templates, override_problems
+from tmas.registration import registry
 from tmas.roles import BUILTIN_ROLES, RoleBook
 
 
@@ -73,8 +68,8 @@ def _reference_problems(spec: GraphSpec) -> list[str]:
         if reserved in ids:
             problems.append(f"node id {reserved} is reserved")
     for node in spec.nodes:
-        if node.type not in NODE_TYPES:
-            known = ", ".join(sorted(NODE_TYPES))
+        if node.type not in registry().nodes:
+            known = ", ".join(sorted(registry().nodes))
             problems.append(f"node {node.id}: unknown node type {node.type!r} (known: {known})")
     known_ids = set(ids)
     for edge in spec.edges:
@@ -84,11 +79,11 @@ def _reference_problems(spec: GraphSpec) -> list[str]:
         for target in ends:
             if target not in known_ids | {END}:
                 problems.append(f"edge {edge.source} -> {target}: no such node (dangling edge)")
-        if edge.fanout and edge.fanout.tasks and edge.fanout.tasks not in TASK_BUILDERS:
+        if edge.fanout and edge.fanout.tasks and edge.fanout.tasks not in registry().tasks:
             problems.append(f"edge from {edge.source}: unknown task builder {edge.fanout.tasks!r}")
         for condition in edge.conditions:
-            if condition not in STOP_CONDITIONS:
-                known = ", ".join(sorted(STOP_CONDITIONS))
+            if condition not in registry().stops:
+                known = ", ".join(sorted(registry().stops))
                 problems.append(
                     f"edge from {edge.source}: unknown stop condition {condition!r} "
                     f"(known: {known})"
@@ -177,11 +172,11 @@ def _param_problems(spec: GraphSpec) -> list[str]:
     problems = []
     prompts = {**builtin_templates(), **spec.prompts}
     for node in spec.nodes:
-        node_type = NODE_TYPES.get(node.type)
+        node_type = registry().nodes.get(node.type)
         if node_type is None:
             continue
         problems += [f"node {node.id}: {p}" for p in node_type.param_problems(node.params)]
-        planner = PLANNERS.get(str(node.params.get("planner", "")))
+        planner = registry().planners.get(str(node.params.get("planner", "")))
         for mode in planner.modes if planner is not None else ():
             if f"solver/{mode}" not in prompts:
                 problems.append(
@@ -206,7 +201,7 @@ def _body_problems(body: GraphSpec) -> list[str]:
                 "the topology around the pipeline node instead"
             )
     for node in body.nodes:
-        node_type = NODE_TYPES.get(node.type)
+        node_type = registry().nodes.get(node.type)
         if node_type is not None and (node_type.ends_iteration or node_type.starts_iteration):
             problems.append(
                 f"node {node.id} ({node.type}) opens or ends an iteration: only the topology "
@@ -290,7 +285,55 @@ def _contract_problems(spec: GraphSpec) -> list[str]:
     if problems or malformed:
         return problems + malformed
     templates = {**builtin_templates(), **spec.prompts}
-    report = contract_problems(spec, templates, [*spec.channels, *CHANNELS])
+    report = contract_problems(spec, templates, [*spec.channels, *registry().channels])
     unrendered = {k: v for k, v in spec.prompts.items() if k not in report.rendered}
     known = {k: v for k, v in builtin_templates().items() if k in unrendered}
-    return report.problems + override_problems(unrendered, known)
+    problems = report.problems + override_problems(unrendered, known)
+    return problems + unused_plugin_templates(spec, report.rendered)
+
+
+def every_node(spec: GraphSpec) -> list:
+    """The nodes of ``spec`` and of its pipelines' bodies (bodies that do not read left out).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> [n.id for n in every_node(load_bundled("tmas"))][-2:]
+        ['extract_experience', 'extract_guideline']
+    """
+    nodes = list(spec.nodes)
+    for node in spec.nodes:
+        if is_pipeline(node):
+            try:
+                nodes += every_node(body_of(node))
+            except SpecError:
+                continue
+    return nodes
+
+
+def unused_plugin_templates(spec: GraphSpec, rendered: set[str]) -> list[str]:
+    """A plugin whose node types the spec uses and whose templates none of its nodes renders
+    (registered under another group than the nodes' roles: they would never be used).
+
+    Example:
+        >>> from tmas.graphs.bundled import load_bundled
+        >>> unused_plugin_templates(load_bundled("tmas"), set())
+        []
+    """
+    found = registry()
+    by_owner: dict[str, set[str]] = {}
+    for node in every_node(spec):
+        entry = found.nodes.entry(node.type) if node.type in found.nodes else None
+        if entry is not None and not entry.builtin:
+            role = node.role or entry.item.role or "solver"
+            by_owner.setdefault(entry.owner, set()).add(f"{role}/")
+    problems = []
+    for owner, roles in sorted(by_owner.items()):
+        templates = found.owned_by(owner).get("prompts", [])
+        if templates and not rendered & set(templates):
+            problems.append(
+                f"plugin {owner} registers prompts {', '.join(templates)}, which no node of "
+                f"this topology renders (its nodes render templates under "
+                f"{', '.join(sorted(roles))}): register them under the node's role, or "
+                "give the node the role of their group (role: in the spec)"
+            )
+    return problems

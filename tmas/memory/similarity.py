@@ -23,15 +23,14 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 from tmas.config import TMASConfig
-from tmas.registration import lookup, register_in
+from tmas.registration import declare, owner_of, registry
 
 Similarity = Callable[[str, Sequence[str]], list[float]]
 
-SIMILARITIES: dict[str, Similarity] = {}
-
 
 def register_similarity(name: str) -> Callable[[Similarity], Similarity]:
-    """Register ``scores(query, texts) -> list[float]`` (each in [0, 1]) as similarity ``name``.
+    """Register ``scores(query, texts) -> list[float]`` (each in [0, 1]) as similarity ``name``
+    (in :func:`tmas.registration.registry`).
 
     Example:
         >>> @register_similarity("doc_example_same")
@@ -39,9 +38,9 @@ def register_similarity(name: str) -> Callable[[Similarity], Similarity]:
         ...     return [float(text == query) for text in texts]
         >>> similarity_named("doc_example_same")("a", ["a", "b"])
         [1.0, 0.0]
-        >>> del SIMILARITIES["doc_example_same"]  # (the example leaves the registry as it was)
+        >>> registry().similarities.remove("doc_example_same")  # (leaves the registry as it was)
     """
-    return register_in(SIMILARITIES, "similarity", name)
+    return lambda scores: declare("similarities", name, scores, owner_of(scores))
 
 
 def similarity_named(name: str) -> Similarity:
@@ -52,9 +51,9 @@ def similarity_named(name: str) -> Similarity:
         >>> similarity_named("no_such_measure")
         Traceback (most recent call last):
         ...
-        ValueError: unknown similarity 'no_such_measure'; known: bm25, ...jaccard...
+        tmas.registration.UnknownName: unknown similarity 'no_such_measure'; known: bm25, ...
     """
-    return lookup(SIMILARITIES, "similarity", name)  # type: ignore[no-any-return]
+    return registry().similarities[name]  # type: ignore[no-any-return]
 
 
 def similarities_of(config: TMASConfig) -> list[Similarity]:

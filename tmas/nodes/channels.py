@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Annotated, Any, Literal, TypedDict, get_type_hints
 
-from tmas.state import RESET, RunState, merge_per_iteration
+from tmas.registration import declare, owner_of
+from tmas.state import RESET, RunState, merge_keyed, merge_per_iteration
 
 Reducer = Literal["append", "keyed", "replace"]
 RUN_STATE_KEYS = frozenset(get_type_hints(RunState))
@@ -73,19 +74,6 @@ def _items(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-def merge_keyed(left: Mapping[str, Any] | None, right: Any) -> dict[str, Any]:
-    """Reducer of a ``keyed`` channel: the update's keys replace the same keys; ``RESET``
-    empties it.
-
-    Example:
-        >>> merge_keyed({"0": 1}, {"0": 2, "1": 3}), merge_keyed({"0": 1}, RESET)
-        ({'0': 2, '1': 3}, {})
-    """
-    if right == RESET:
-        return {}
-    return {**(left or {}), **dict(right or {})}
-
-
 def replace_value(left: Any, right: Any) -> Any:
     """Reducer of a ``replace`` channel: the last write wins; ``RESET`` empties it (None).
 
@@ -96,7 +84,15 @@ def replace_value(left: Any, right: Any) -> Any:
     return None if right == RESET else right
 
 
-CHANNELS: dict[str, ChannelSpec] = {}
+BUILTIN_CHANNELS: dict[str, ChannelSpec] = {
+    "extras": ChannelSpec(
+        "extras",
+        "keyed",
+        description="the channel every run has: what nodes (a plugin's, the proof grade, an "
+        "agent chain's records) keep under keys of their choosing",
+    )
+}
+"""The channels every run has, whatever its topology declares (``extras``)."""
 
 
 def register_channel(
@@ -107,9 +103,10 @@ def register_channel(
     cap: int = 256,
     description: str = "",
 ) -> ChannelSpec:
-    """Declare channel ``name`` for every topology whose nodes read or write it (node types
-    list it in ``reads``/``writes``, a fan-out in ``with``); declaring it again the same way is
-    harmless, another way is refused.
+    """Declare channel ``name`` (in :func:`tmas.registration.registry`) for every topology whose
+    nodes read or write it (node types list it in ``reads``/``writes``, a fan-out in
+    ``with``); declaring it again the same way is harmless, another way by another module is
+    refused.
 
     Example:
         >>> register_channel("doc_rankings", reducer="keyed").reducer
@@ -121,10 +118,7 @@ def register_channel(
     """
     spec = channel_spec(name, reducer=reducer, per_iteration=per_iteration, cap=cap,
                         description=description)  # fmt: skip
-    if name in CHANNELS and CHANNELS[name] != spec:
-        raise ValueError(f"channel {name!r} is already registered as {CHANNELS[name]}")
-    CHANNELS[name] = spec
-    return spec
+    return declare("channels", name, spec, owner_of(spec))
 
 
 def channel_spec(name: str, **settings: Any) -> ChannelSpec:
@@ -137,7 +131,7 @@ def channel_spec(name: str, **settings: Any) -> ChannelSpec:
         ...
         ValueError: channel 'votes': reducer must be append, keyed or replace, not 'sum'
     """
-    if name in RUN_STATE_KEYS:
+    if name in RUN_STATE_KEYS or name in BUILTIN_CHANNELS:
         raise ValueError(f"{name!r} is a key of the run's state; name the channel otherwise")
     if not name.isidentifier():
         raise ValueError(f"a channel name is a Python identifier, not {name!r}")
@@ -187,3 +181,7 @@ def iteration_resets(channels: Mapping[str, ChannelSpec]) -> dict[str, Any]:
         {'a': {'__reset__': True}}
     """
     return {name: spec.reset() for name, spec in channels.items() if spec.per_iteration}
+
+
+for _spec in BUILTIN_CHANNELS.values():
+    declare("channels", _spec.name, _spec, __name__)

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
-_REGISTERED: dict[str, str] = {}
+from tmas.registration import declare, owner_of, registry
 
 
 def _builtin_dir() -> Path:
@@ -43,18 +43,20 @@ def _template_files() -> dict[str, str]:
 
 
 def builtin_templates() -> dict[str, str]:
-    """Every built-in template by key, plus those plugins registered.
+    """Every registered template by key: the package's own and those plugins registered
+    (:func:`tmas.registration.registry`'s ``prompts``).
 
     Example:
         >>> "solver/exploit" in builtin_templates() and "verifier/system" in builtin_templates()
         True
     """
-    return {**_template_files(), **_REGISTERED}
+    return dict(registry().prompts.items())
 
 
 def register_prompts(group: str, templates: Mapping[str, str] | Path | str) -> None:
-    """Make ``templates`` (name -> text, or a folder of ``<name>.txt`` files) the default
-    prompts ``group/<name>`` (for a plugin's own roles).
+    """Register ``templates`` (name -> text, or a folder of ``<name>.txt`` files) as the
+    prompts ``group/<name>`` (for a plugin's own roles; a template of the package or another
+    plugin is overridden per run, in a spec's ``prompts:`` block or with ``--prompts``).
 
     Example:
         >>> register_prompts("doc_critic", {"system": "You criticise.", "user": "{solution}"})
@@ -66,8 +68,9 @@ def register_prompts(group: str, templates: Mapping[str, str] | Path | str) -> N
         if not folder.is_dir():
             raise ValueError(f"no prompt folder {folder}")
         templates = {path.stem: _read(path) for path in sorted(folder.glob("*.txt"))}
+    owner = owner_of(None)
     for name, text in templates.items():
-        _REGISTERED[f"{group}/{name}"] = str(text)
+        declare("prompts", f"{group}/{name}", str(text), owner)
 
 
 def template_key(role: str, group: str | None, name: str, templates: Mapping[str, str]) -> str:
@@ -251,3 +254,7 @@ def clip(text: str, limit: int) -> str:
         '...fgh'
     """
     return text if len(text) <= limit else "..." + text[-max(limit - 3, 1) :]
+
+
+for _key, _text in _template_files().items():  # the package's own templates
+    declare("prompts", _key, _text, __name__)

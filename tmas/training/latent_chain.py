@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tmas.graphs.catalog import NODE_TYPES
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.hf.latent_trace import LatentTrace, Segment, base_weights
 from tmas.nodes.agents.latent_agents import final_prompt_ids, make_segment
+from tmas.nodes.parameters import with_defaults
 from tmas.nodes.prompts import PromptSet
-from tmas.registration import with_defaults
+from tmas.registration import registry
 
 
 def run_order(spec: GraphSpec) -> list[Any]:
@@ -87,12 +87,12 @@ class LatentChain:
         upstream, finals = [], []
         for node in run_order(spec):
             if node.type == "text_agent":
-                agent = with_defaults(NODE_TYPES[node.type].factory, node.params)["agent"]
+                agent = with_defaults(registry().nodes[node.type].factory, node.params)["agent"]
                 declared = spec.roles.get(node.role or agent)
                 budget = declared.max_tokens if declared is not None else 256
                 upstream.append(ChainAgent(agent, writes_text=True, max_tokens=budget))
             elif node.type == "latent_agent":
-                params = with_defaults(NODE_TYPES[node.type].factory, node.params)
+                params = with_defaults(registry().nodes[node.type].factory, node.params)
                 upstream.append(
                     ChainAgent(
                         params["agent"],
@@ -102,7 +102,8 @@ class LatentChain:
                     )
                 )
             elif node.type in ("latent_answer", "text_answer"):
-                finals.append(with_defaults(NODE_TYPES[node.type].factory, node.params)["agent"])
+                factory = registry().nodes[node.type].factory
+                finals.append(with_defaults(factory, node.params)["agent"])
         if len(finals) != 1:
             raise ValueError(
                 f"topology {spec.name!r} has {len(finals)} final agents (latent_answer or "

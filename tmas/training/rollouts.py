@@ -17,12 +17,13 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from tmas.graphs.catalog import TASK_BUILDERS
 from tmas.graphs.pipeline import bodies
 from tmas.graphs.run_plan import RunPlan, saved_plan
 from tmas.lifecycle.history import latest_run_states
 from tmas.nodes.agents.solver import solver_prompt_fields, solver_prompt_name
 from tmas.nodes.prompts import PromptSet
+from tmas.nodes.tasks import TaskRequest
+from tmas.registration import registry
 from tmas.storage import Storage
 from tmas.storage.run_registry import RunRecord
 
@@ -88,15 +89,17 @@ def solver_sources(plan: RunPlan) -> dict[str, SolverSource]:
         for node in plan.topology.nodes
         if node.type == SOLVER_NODE_TYPE
     }
+    budgets = {role: binding.max_tokens for role, binding in plan.bindings.items()}
     for node_id, body in bodies(plan.topology).items():
         solvers = {node.id: node.role or "solver" for node in body.nodes
                    if node.type == SOLVER_NODE_TYPE}  # fmt: skip
         for edge in body.edges:
             fed = [target for target in edge.targets if target in solvers]
-            if edge.fanout and edge.fanout.tasks in TASK_BUILDERS and fed:
-                build = TASK_BUILDERS[edge.fanout.tasks]
+            if edge.fanout and edge.fanout.tasks in registry().tasks and fed:
+                build = registry().tasks[edge.fanout.tasks].build
                 sources[node_id] = SolverSource(
-                    lambda arg, build=build: build(arg, plan.config), solvers[fed[0]]
+                    lambda arg, build=build: build(TaskRequest(arg, plan.config, budgets)),
+                    solvers[fed[0]],
                 )
                 break
     return sources

@@ -7,10 +7,10 @@ from typing import Literal
 
 import networkx as nx
 
-from tmas.graphs.catalog import TASK_SIZES
 from tmas.graphs.pipeline import bodies
 from tmas.graphs.spec import END, START, EdgeSpec, GraphSpec, NodeSpec
 from tmas.graphs.validate import spec_digraph
+from tmas.registration import registry
 
 ArcKind = Literal["plain", "fanout", "loop", "exit"]
 
@@ -73,7 +73,8 @@ def fanout_count(edge: EdgeSpec) -> str:
         return str(edge.fanout.copies)
     if edge.fanout.over:
         return f"len({edge.fanout.over})"
-    size = TASK_SIZES.get(edge.fanout.tasks or "")
+    entry = registry().tasks.get(edge.fanout.tasks or "")
+    size = entry.size if entry is not None else None
     return size.label if size is not None else "?"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tmas.nodes.prompts import PromptSet
+from tmas.nodes.tasks import TaskRequest
 from tmas.state import RunState
 
 AGENTS_KEY = "agents"
@@ -91,16 +92,17 @@ def agent_messages(
     ]
 
 
-def chain_answer_tasks(state: RunState, config: Any = None) -> list[dict[str, Any]]:
+def chain_answer_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """One task per plan of the iteration for the final agent: the problem, the plan and the
     chain's records (each answer is then saved on its own, and a resume redoes only those
     that were not).
 
     Example:
         >>> state = {"problem": "1+1?", "iteration": 1, "plans": [{"index": 0}, {"index": 1}]}
-        >>> [t["plan"]["index"] for t in chain_answer_tasks(state)]
+        >>> [t["plan"]["index"] for t in chain_answer_tasks(TaskRequest(state))]
         [0, 1]
     """
+    state = request.state
     extras = {AGENTS_KEY: chain_records(state)}
     iteration = state.get("iteration", 0)
     return [

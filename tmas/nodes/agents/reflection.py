@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.nodes.common import live_candidates
 from tmas.nodes.prompts import clip
-from tmas.state import RunState
+from tmas.nodes.tasks import TaskRequest
 
 REFLECTION_PROMPTS: dict[str, tuple[str, ...]] = {"system": (), "user": ()}
 """The templates of the experience and guideline agents, filled with their task's fields."""
@@ -23,16 +22,17 @@ REFLECTION_TASK_FIELDS = (
 """What every reflection task carries."""
 
 
-def reflection_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+def reflection_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """One task per candidate (but failed ones): its rollout, its verification summary and mean
     score.
 
     Example:
         >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "text": "t"}],
         ...          "summaries": [{"candidate_index": 0, "text": "fine"}]}
-        >>> reflection_tasks(state, TMASConfig())[0]["summary"]
+        >>> reflection_tasks(TaskRequest(state))[0]["summary"]
         'fine'
     """
+    state, config = request.state, request.config
     summaries = {s["candidate_index"]: s for s in state.get("summaries", [])}
     return [
         {

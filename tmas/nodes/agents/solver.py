@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.memory.banks import ORIGIN, relevant_experiences
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, answer_update
 from tmas.nodes.control.planners import BUILTIN_MODES
 from tmas.nodes.prompts import PromptSet
-from tmas.state import Candidate, RunState
+from tmas.nodes.tasks import TaskRequest
+from tmas.state import Candidate
 
 SOLVER_PROMPTS: dict[str, tuple[str, ...]] = {
     "system": (),
@@ -34,7 +34,7 @@ SOLVER_TASK_FIELDS = ("problem", "plan")
 """What every solver task carries (a fan-out's ``with`` may add more)."""
 
 
-def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+def solver_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """One self-contained task per plan: the plan plus exactly the context its mode reads.
 
     Exploit tasks get their parent rollout, its verification summary and the experiences most
@@ -48,10 +48,12 @@ def solver_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
 
     Example:
         >>> from tmas.nodes.control.iteration import plan_iteration
+        >>> from tmas.config import TMASConfig
         >>> state = {"problem": "1+1?", "plans": plan_iteration(TMASConfig(), 1, [])}
-        >>> [t["plan"]["mode"] for t in solver_tasks(state, TMASConfig())][:2]
+        >>> [t["plan"]["mode"] for t in solver_tasks(TaskRequest(state))][:2]
         ['initial', 'initial']
     """
+    state, config = request.state, request.config
     previous = {rollout["index"]: rollout for rollout in state.get("previous", [])}
     bank = state.get("experience_bank", [])
     tasks = []
@@ -190,6 +192,7 @@ class Solve(SteppedAgent):
         >>> from tmas.llm.router import ModelRouter
         >>> from tmas.nodes.context import NodeContext
         >>> from tmas.testing.fake_chat import ScriptedChatModel
+        >>> from tmas.config import TMASConfig
         >>> node = Solve(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
         >>> plan = {"iteration": 1, "index": 0, "mode": "initial", "parent_index": None, "seed": 1}
         >>> node({"problem": "1+1?", "plan": plan})["candidates"][0]["answer"] is not None

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.config import TMASConfig
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, live_candidates
 from tmas.nodes.control.voting import mean_score
+from tmas.nodes.tasks import TaskRequest
 from tmas.seeding import derive_seed
-from tmas.state import RunState, Summary, failed
+from tmas.state import Summary, failed
 
 SUMMARY_PROMPTS: dict[str, tuple[str, ...]] = {"system": (), "user": ("answer", "reports")}
 """The summary agent's templates: the task's fields, its answer and its numbered reports."""
@@ -18,7 +18,7 @@ SUMMARY_TASK_FIELDS = ("problem", "iteration", "candidate_index", "answer", "rep
 """What every summary task carries."""
 
 
-def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+def summary_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """One task per candidate (but failed ones), carrying its answer and its verification
     reports (failed checks give no report and no score).
 
@@ -26,9 +26,10 @@ def summary_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
         >>> state = {"problem": "p", "iteration": 1, "candidates": [{"index": 0, "answer": "1"}],
         ...          "verifications": [{"candidate_index": 0, "check_index": 0, "text": "ok",
         ...                             "score": 0.8}]}
-        >>> summary_tasks(state, TMASConfig())[0]["scores"]
+        >>> summary_tasks(TaskRequest(state))[0]["scores"]
         [0.8]
     """
+    state, config = request.state, request.config
     tasks = []
     verifications = state.get("verifications", [])
     for candidate in live_candidates(state):
@@ -77,6 +78,7 @@ class Summarize(SteppedAgent):
             >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> from tmas.nodes.context import NodeContext
+            >>> from tmas.config import TMASConfig
             >>> node = Summarize(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
             >>> node.on_failure({"iteration": 1, "candidate_index": 0, "scores": [0.5, 1.0]},
             ...                 "timeout")["summaries"][0]["mean_score"]

@@ -9,25 +9,22 @@ from tmas.config import TMASConfig
 from tmas.nodes import prompts
 from tmas.nodes.common import SteppedAgent, Steps, agent_update, live_candidates
 from tmas.nodes.events import emit
-from tmas.roles import RoleBook
+from tmas.nodes.tasks import TaskRequest
 from tmas.seeding import derive_seed
-from tmas.state import RunState, Verification
+from tmas.state import Verification
 
 CHARS_PER_TOKEN = 5
 
 
-def verifier_chars(config: TMASConfig) -> int:
+def verifier_chars(config: TMASConfig, solver_budget: int) -> int:
     """How much of a solution a verifier sees: all of it, as long as the solver may write
-    (its budget in ``config``'s roles block, else the solver role's own).
+    (``solver_budget`` tokens).
 
     Example:
-        >>> verifier_chars(TMASConfig(solver_max_tokens=2048)), verifier_chars(TMASConfig())
-        (10240, 2560)
+        >>> verifier_chars(TMASConfig(), 2048), verifier_chars(TMASConfig(), 16)
+        (10240, 2000)
     """
-    given = config.roles.get("solver")
-    budget = given.max_tokens if given is not None else None
-    solver = budget if budget is not None else RoleBook.builtin()["solver"].max_tokens
-    return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * solver)
+    return max(config.rollout_chars_in_prompt, CHARS_PER_TOKEN * solver_budget)
 
 
 VERIFIER_PROMPTS: dict[str, tuple[str, ...]] = {
@@ -42,7 +39,7 @@ VERIFICATION_TASK_FIELDS = ("problem", "iteration", "candidate_index", "check_in
 """What every verification task carries."""
 
 
-def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, Any]]:
+def verification_tasks(request: TaskRequest) -> list[dict[str, Any]]:
     """N x M tasks: every candidate (but those whose solver call failed) checked
     ``n_verifications`` times.
 
@@ -50,9 +47,11 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
         >>> state = {"problem": "p", "iteration": 1,
         ...          "candidates": [{"index": 0, "text": "t"}, {"index": 1, "text": "u"},
         ...                         {"index": 2, "text": "", "error": "timeout"}]}
-        >>> len(verification_tasks(state, TMASConfig(n_verifications=3)))
+        >>> len(verification_tasks(TaskRequest(state, TMASConfig(n_verifications=3))))
         6
     """
+    state, config = request.state, request.config
+    shown = verifier_chars(config, request.budget("solver"))
     tasks = []
     for candidate in live_candidates(state):
         for check in range(config.n_verifications):
@@ -62,7 +61,7 @@ def verification_tasks(state: RunState, config: TMASConfig) -> list[dict[str, An
                     "iteration": state["iteration"],
                     "candidate_index": candidate["index"],
                     "check_index": check,
-                    "solution": prompts.clip(candidate["text"], verifier_chars(config)),
+                    "solution": prompts.clip(candidate["text"], shown),
                 }
             )
     return tasks

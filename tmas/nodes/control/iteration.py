@@ -10,12 +10,12 @@ from tmas.nodes.channels import ChannelSpec, channel_values, iteration_resets
 from tmas.nodes.common import live_candidates
 from tmas.nodes.control.planners import (
     BUILTIN_MODES,
-    PLANNERS,
     PlanChoice,
     PlannerEntry,
     PlanRequest,
     known_planner,
     option_problems,
+    planner_entry,
 )
 from tmas.nodes.prompts import clip
 from tmas.seeding import derive_seed
@@ -45,7 +45,7 @@ def checked_choice(
     ValueError naming the planner otherwise.
 
     Example:
-        >>> checked_choice(PlanChoice("exploit", parent_index=4), "refine", PLANNERS["refine"],
+        >>> checked_choice(PlanChoice("exploit", parent_index=4), "refine", planner_entry("refine"),
         ...                [0, 1])
         Traceback (most recent call last):
         ...
@@ -95,7 +95,7 @@ def plan_iteration(
         ...                                            "refine")]
         [0, 2, 2]
     """
-    entry = PLANNERS[known_planner(planner)]
+    entry = planner_entry(planner)
     plans: list[Plan] = []
     for index in range(round_size(config, iteration, final_round_size)):
         choice = PlanChoice("initial")

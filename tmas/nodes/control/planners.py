@@ -28,7 +28,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator
 
 from tmas.config import TMASConfig
-from tmas.registration import keyword_problems, lookup, register_in
+from tmas.nodes.parameters import keyword_problems
+from tmas.registration import declare, owner_of, registry
 from tmas.seeding import derive_seed, draw_uniform
 
 BUILTIN_MODES = ("initial", "exploit", "explore", "reference", "aggregate", "experience")
@@ -82,29 +83,33 @@ class PlannerEntry:
     modes: tuple[str, ...] = ()
 
 
-PLANNERS: dict[str, PlannerEntry] = {}
-
-
 def register_planner(name: str, *, modes: tuple[str, ...] = ()) -> Callable[[Planner], Planner]:
-    """Register ``planner(request: PlanRequest, **options) -> PlanChoice`` as ``name``.
+    """Register ``planner(request: PlanRequest, **options) -> PlanChoice`` as ``name`` (in
+    :func:`tmas.registration.registry`).
 
     Example:
         >>> @register_planner("doc_example_fresh")
         ... def fresh(request):
         ...     return PlanChoice("initial")
-        >>> "doc_example_fresh" in PLANNERS
+        >>> "doc_example_fresh" in registry().planners
         True
     """
-    register = register_in(PLANNERS, "planner", name)
 
     def decorate(planner: Planner) -> Planner:
-        existing = PLANNERS.get(name)
-        if existing is not None and existing.plan is planner:
-            return planner
-        register(PlannerEntry(planner, tuple(modes)))
+        declare("planners", name, PlannerEntry(planner, tuple(modes)), owner_of(planner))
         return planner
 
     return decorate
+
+
+def planner_entry(name: str) -> PlannerEntry:
+    """The planner registered as ``name``; ValueError naming the known ones otherwise.
+
+    Example:
+        >>> planner_entry("aggregate").plan.__name__
+        'aggregate'
+    """
+    return registry().planners[name]  # type: ignore[no-any-return]
 
 
 def known_planner(name: str) -> str:
@@ -116,9 +121,9 @@ def known_planner(name: str) -> str:
         >>> known_planner("no_such_planner")
         Traceback (most recent call last):
         ...
-        ValueError: unknown planner 'no_such_planner'; known: aggregate, epsilon_greedy, ...
+        tmas.registration.UnknownName: unknown planner 'no_such_planner'; known: aggregate, ...
     """
-    lookup(PLANNERS, "planner", name)
+    planner_entry(name)
     return name
 
 
@@ -134,7 +139,7 @@ def option_problems(name: str, options: Mapping[str, Any]) -> list[str]:
         >>> option_problems("aggregate", {"aggregate_k": 3}), option_problems("refine", {"k": 1})
         ([], ["planner 'refine': option 'k' is not taken (it takes: none)"])
     """
-    found = keyword_problems(PLANNERS[name].plan, options, what="option")
+    found = keyword_problems(planner_entry(name).plan, options, what="option")
     return [f"planner {name!r}: {problem}" for problem in found]
 
 

@@ -16,7 +16,11 @@ from tmas.nodes.control.proof_selection import (
     describe_choice,
     keep_better,
 )
-from tmas.nodes.control.selection_rules import DEFAULT_SELECTION, apply_rule, selection_rule
+from tmas.nodes.control.selection_rules import (
+    DEFAULT_SELECTION,
+    SelectionRequest,
+    selection_rule,
+)
 from tmas.nodes.control.stop_rules import consensus
 from tmas.nodes.control.voting import add_vote, mean_score, tally, weighted_vote, winner
 from tmas.nodes.events import emit
@@ -118,7 +122,7 @@ class RecordIteration:
             record["selected_answer"] = describe_choice(chosen)
         else:
             values = channel_values(state, self.channels)
-            final_answer = apply_rule(self.rule, record, totals, values)
+            final_answer = self.rule(SelectionRequest(record, totals, values))
             record["selected_answer"] = final_answer
         history = [*state.get("history", []), record][-self.config.history_window :]
         emit(

@@ -21,26 +21,36 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from tmas.answers.parsing import normalize_answer
-from tmas.registration import register_in
+from tmas.registration import declare, owner_of, registry
 from tmas.state import failed
 
 StopCondition = Callable[[Mapping[str, Any]], bool]
 
-STOP_CONDITIONS: dict[str, StopCondition] = {}
 CONSENSUS_MIN_SCORE = 0.7
 
 
 def register_stop(name: str) -> Callable[[StopCondition], StopCondition]:
-    """Register a loop stop condition ``(state) -> bool`` (True ends the loop) as ``name``.
+    """Register a loop stop condition ``(state) -> bool`` (True ends the loop) as ``name`` (in
+    :func:`tmas.registration.registry`).
 
     Example:
         >>> @register_stop("doc_example_never")
         ... def never(state):
         ...     return False
-        >>> "doc_example_never" in STOP_CONDITIONS
+        >>> "doc_example_never" in registry().stops
         True
     """
-    return register_in(STOP_CONDITIONS, "stop condition", name)
+    return lambda condition: declare("stops", name, condition, owner_of(condition))
+
+
+def stop_condition(name: str) -> StopCondition:
+    """The stop condition registered as ``name``; ValueError naming the known ones otherwise.
+
+    Example:
+        >>> stop_condition("run_finished")({"stop_reason": "consensus"})
+        True
+    """
+    return registry().stops[name]  # type: ignore[no-any-return]
 
 
 @register_stop("run_finished")
@@ -81,7 +91,7 @@ def first_holding(conditions: list[str], state: Mapping[str, Any]) -> str | None
         >>> first_holding(["run_finished", "consensus"], {"stop_reason": "max_iterations"})
         'run_finished'
     """
-    return next((name for name in conditions if STOP_CONDITIONS[name](state)), None)
+    return next((name for name in conditions if stop_condition(name)(state)), None)
 
 
 def early_conditions(conditions: list[str]) -> list[str]:
