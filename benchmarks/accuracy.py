@@ -29,7 +29,8 @@ from tmas.config import TMASConfig
 from tmas.eval.data import load_problems
 from tmas.eval.evaluation import Evaluation
 from tmas.graphs.bundled import load_bundled
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.graphs.run_plan import plan_router, plan_run
+from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
 from tmas.testing.fake_chat import ScriptedChatModel
 
@@ -44,12 +45,11 @@ def evaluate(
 ) -> dict[str, Any]:
     backend = BackendSpec(kind="llamacpp", model=args.model).resolved()
     out_dir = args.out / (folder or name)
+    plan = plan_run(load_bundled(name), config, backend)
     evaluation = Evaluation(
         problems=problems,
-        spec=load_bundled(name),
-        config=config,
-        backend=backend,
-        router=make_router(backend, config),
+        plan=plan,
+        router=plan_router(plan),
         db=args.out / "runs.sqlite",
         out_dir=out_dir,
     )

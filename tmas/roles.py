@@ -5,9 +5,9 @@ A role is a name that model calls carry as metadata (``tmas_role``; over HTTP th
 for any role. A node's role (its spec's ``role:``, else its node type's own) is the one name
 that gives it its model, its answer budget, its usage row and its prompt namespace.
 
-The five roles of TMAS are built in; a plugin declares more with :func:`register_role` (for
-every run of the process), a topology spec with its ``roles:`` block (for the runs of that
-spec only)::
+The five roles of TMAS (and the proof judge) are built in; a plugin declares more with
+:func:`register_role` (in the registry, :func:`tmas.registration.registry`), a topology spec
+with its ``roles:`` block (for the runs of that spec only)::
 
     roles:
       critic: {max_tokens: 200, model_of: verifier, description: reviews a candidate}
@@ -15,8 +15,9 @@ spec only)::
 ``model_of`` names the role whose model serves this one unless ``--role-model critic=...``
 gives it its own (default: the main model); ``model:`` is its older spelling. The model id a
 role's calls use is a different thing, set with ``--role-model`` (``roles.<role>.model``).
-The roles a run knows are a :class:`RoleBook`:
-the registered ones plus its spec's, kept with the run's plan, never in a process-wide table.
+The roles a run knows are a :class:`RoleBook`: the registry's plus its spec's, kept with the
+run's plan; a role's budget, model and temperature in a run are its binding
+(:mod:`tmas.llm.bindings`).
 """
 
 from __future__ import annotations

@@ -37,8 +37,8 @@ def test_the_issue_topologies_are_bundled() -> None:
     assert ISSUE_TOPOLOGIES <= set(bundled_names())
 
 
-# DeLM's calls follow its dynamic task queue; tests/test_delm.py covers it. A latent topology
-# needs an in-process model's internals: tests/test_agent_chains.py runs it on SmolLM2.
+# DeLM's calls follow its dynamic task queue; tests/nodes/test_delm.py covers it. A latent topology
+# needs an in-process model's internals: tests/nodes/test_agent_chains.py runs it on SmolLM2.
 ROUND_TOPOLOGIES = sorted(
     name for name in set(bundled_names()) - {"delm"} if not spec_needs_internals(load_bundled(name))
 )

@@ -16,7 +16,9 @@ import pytest
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.graphs.bundled import load_bundled
+from tmas.graphs.run_plan import plan_router, plan_run
+from tmas.llm.backend import BackendSpec
 from tmas.llm.model_files import smollm2_path
 from tmas.storage.sqlite import connect, open_checkpointer
 
@@ -49,7 +51,8 @@ def _check_one_iteration(state: dict, model_calls: int) -> None:
 
 
 def test_one_iteration_in_process_smollm2(tmp_path: Path) -> None:
-    router = make_router(BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048), TINY)
+    backend = BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048)
+    router = plan_router(plan_run(load_bundled("tmas"), TINY, backend))
     saver = open_checkpointer(connect(tmp_path / "runs.sqlite"))
     graph = build_tmas_graph(TINY, llm=router, checkpointer=saver)
     config = {"configurable": {"thread_id": "real"}}

@@ -10,12 +10,13 @@ import pytest
 from tmas.api import build_graph
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import bundled_names, load_bundled
+from tmas.graphs.run_plan import plan_router, plan_run
 from tmas.graphs.traits import (
     nodes_where,
     spec_needs_internals,
     spec_uses_store,
 )
-from tmas.llm.backend import BackendSpec, make_router
+from tmas.llm.backend import BackendSpec
 from tmas.storage.sqlite import connect, open_checkpointer, open_store
 
 pytestmark = pytest.mark.slow
@@ -37,7 +38,8 @@ PROBLEM = {"problem": "Tom has 3 apples and buys 4 more. How many apples?", "gol
 @pytest.fixture(scope="module")
 def smollm2_router():
     config = TMASConfig(**TINY)
-    return make_router(BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048), config)
+    backend = BackendSpec(kind="llamacpp", model="smollm2", n_ctx=2048)
+    return plan_router(plan_run(load_bundled("tmas"), config, backend))
 
 
 def _calls(state: dict) -> int:
@@ -46,7 +48,7 @@ def _calls(state: dict) -> int:
 
 @pytest.mark.parametrize(
     "name", [n for n in bundled_names() if not spec_needs_internals(load_bundled(n))]
-)  # latent topologies need the hf backend: tests/test_agent_chains.py
+)  # latent topologies need the hf backend: tests/nodes/test_agent_chains.py
 def test_bundled_topology_runs_and_resumes_on_smollm2(
     name: str, smollm2_router, tmp_path: Path
 ) -> None:

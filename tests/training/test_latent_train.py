@@ -61,8 +61,9 @@ def test_two_steps_lower_the_loss_and_the_adapter_changes_latent_mas(tmp_path: P
 def test_text_mas_trains_its_final_agent_on_the_notes_and_serves_it_alone(tmp_path: Path) -> None:
     import peft  # noqa: F401 - the train extra, which the test command installs
 
-    from tmas.config import RoleModel, TMASConfig
-    from tmas.llm.backend import BackendSpec, make_router
+    from tmas.graphs.bundled import load_bundled
+    from tmas.graphs.run_plan import plan_router, plan_run
+    from tmas.llm.backend import BackendSpec
 
     out = tmp_path / "text"
     record = train(out, 1, "--graph", "text_mas", "--notes-max-tokens", "8")
@@ -71,13 +72,14 @@ def test_text_mas_trains_its_final_agent_on_the_notes_and_serves_it_alone(tmp_pa
     assert [a["agent"] for a in upstream] == ["planner", "critic", "refiner"]
     assert all(a["writes_text"] for a in upstream)
     adapter = str(out / "adapter")
-    config = TMASConfig(roles={"judger": RoleModel(adapter=adapter)})
-    router = make_router(BackendSpec(kind="hf", model="smollm2"), config)
+    settings = {"roles": {"judger": {"adapter": adapter}}}
+    plan = plan_run(load_bundled("text_mas"), settings, BackendSpec(kind="hf", model="smollm2"))
+    router = plan_router(plan)
     assert router.model_for("judger").adapter == adapter  # the trained final agent
     assert router.model_for("planner").adapter is None  # the others on the base weights
+    served = BackendSpec(kind="openai", base_url="http://127.0.0.1:9/v1", model="m")
     with pytest.raises(ValueError, match="needs the hf backend"):
-        make_router(BackendSpec(kind="openai", base_url="http://127.0.0.1:9/v1", model="m"),
-                    config)  # fmt: skip
+        plan_run(load_bundled("text_mas"), settings, served)
 
 
 def test_a_topology_without_a_final_chain_agent_is_refused(tmp_path: Path) -> None:

@@ -60,8 +60,9 @@ def show(
         lines = plan_lines(plan) + state_lines(plan, state)
         if prompts:
             lines += prompt_lines(plan)
-        for line in lines:
-            out.print(plain(line, 100_000), markup=False, highlight=False, soft_wrap=True)
+        for line in lines:  # the plan's own text: line breaks and alignment kept
+            out.print(plain(line, 100_000, collapse=False), markup=False, highlight=False,
+                      soft_wrap=True)  # fmt: skip
         if plan_choice:
             out.print("plans scored before the run (--graph auto):", markup=False)
             out.print(describe_choice(plan_choice), markup=False, highlight=False)

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 DEFAULT_LEARNING_RATE = 1e-3
 """LoRA plus a fresh score head: 1e-3 learnt a plan rule in 8 steps where 3e-4 had not moved
-(``tests/test_orchrm_model.py``)."""
+(``tests/orchrm/test_orchrm_model.py``)."""
 
 
 class RewardModelSettings(BaseModel):

@@ -20,7 +20,7 @@ from tmas.graphs.served import langgraph_graphs
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.scripted import ScriptedReplies
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PROBLEM = "What is 9 + 9?"
 
 pytestmark = pytest.mark.slow

@@ -78,9 +78,12 @@ def test_an_agent_without_a_prompt_is_refused(tmp_path: Path) -> None:
 
 
 def hf_router(config: TMASConfig) -> ModelRouter:
-    from tmas.llm.backend import BackendSpec, make_router
+    from tmas.graphs.run_plan import plan_router, plan_run
+    from tmas.llm.backend import BackendSpec
 
-    return make_router(BackendSpec(kind="hf", model="smollm2"), config)
+    return plan_router(
+        plan_run(load_bundled("latent_mas"), config, BackendSpec(kind="hf", model="smollm2"))
+    )
 
 
 @pytest.mark.slow

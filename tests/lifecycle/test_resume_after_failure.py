@@ -1,7 +1,7 @@
 """A run crashes mid-call; resuming repeats no finished call and ends as an unbroken run would.
 
-A model call that fails is recorded and left out (``tests/test_llm_faults.py``); what stops a run
-is a crash: ``SimulatedCrash`` stands for the process dying during a call."""
+A model call that fails is recorded and left out (``tests/llm/test_llm_faults.py``); what stops
+a run is a crash: ``SimulatedCrash`` stands for the process dying during a call."""
 
 from __future__ import annotations
 

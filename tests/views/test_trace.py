@@ -31,7 +31,7 @@ from tmas.views.trace import RunTrace, collect_trace, render_page
 
 PROBLEM = "What is 9 + 9?"
 INJECTED = "<script>alert(1)</script>"
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 @dataclass(frozen=True)
