@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tmas.graphs.run_plan import saved_plan
 from tmas.storage import open_storage
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
@@ -130,7 +131,7 @@ def test_a_plugin_run_resumes_from_anywhere(
     assert "every solver call of iteration 2 failed" in first.stderr
     storage = open_storage(home / "runs.sqlite")
     try:
-        saved = storage.registry.get("loud").topology["plugins"]
+        saved = saved_plan(storage.registry.get("loud")).plugin_refs()
     finally:
         storage.close()
     source = "plugins/shouting.py" if plugin.endswith(".py") else "shouting_here.py"
