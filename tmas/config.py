@@ -311,35 +311,6 @@ BUDGET_SPELLINGS: dict[str, Role] = {f"{role}_max_tokens": role for role in BUIL
 saved runs): each is ``roles.<role>.max_tokens``."""
 
 
-def canonical_settings(config: TMASConfig) -> dict[str, Any]:
-    """``config`` as plain data in the shape identities and plan texts compare: each built-in
-    role's answer budget in its flat spelling, at its value in this run, where the fields of
-    that name stood (after ``seed``), and no ``roles`` entry that held only a budget.
-
-    Example:
-        >>> data = canonical_settings(TMASConfig(roles={"verifier": {"max_tokens": 64}}))
-        >>> data["verifier_max_tokens"], data["solver_max_tokens"], data["roles"]
-        (64, 512, {})
-    """
-    data = config.model_dump(mode="json")
-    roles = data["roles"]
-    budgets = {}
-    for key, role in BUDGET_SPELLINGS.items():
-        entry = roles.get(role)
-        given = entry.get("max_tokens") if entry else None
-        budgets[key] = given if given is not None else RoleBook.builtin()[role].max_tokens
-        if entry is not None:
-            entry["max_tokens"] = None
-            if all(value is None for value in entry.values()):
-                del roles[role]
-    ordered: dict[str, Any] = {}
-    for key, value in data.items():
-        ordered[key] = value
-        if key == "seed":
-            ordered.update(budgets)
-    return ordered
-
-
 def with_budgets_in_roles(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with each flat budget spelling moved into its role's entry of ``roles``
     (where that entry gives no budget of its own); anything malformed is left for
@@ -357,7 +328,7 @@ def with_budgets_in_roles(values: Mapping[str, Any]) -> dict[str, Any]:
     roles = values.get("roles") or {}
     if not isinstance(roles, Mapping):
         return {**values, **flat}
-    merged = {role: _role_values(entry) for role, entry in roles.items()}
+    merged = {role: role_values(entry) for role, entry in roles.items()}
     for key, budget in flat.items():
         entry = merged.setdefault(BUDGET_SPELLINGS[key], {})
         if isinstance(entry, dict):
@@ -365,80 +336,14 @@ def with_budgets_in_roles(values: Mapping[str, Any]) -> dict[str, Any]:
     return {**values, "roles": merged}
 
 
-def _role_values(entry: Any) -> Any:
+def role_values(entry: Any) -> Any:
     """One role's settings as a plain dict (unset fields left out), or as it is when it is
-    neither a ``RoleModel`` nor a mapping."""
+    neither a ``RoleModel`` nor a mapping.
+
+    Example:
+        >>> role_values(RoleModel(model="judge"))
+        {'model': 'judge'}
+    """
     if isinstance(entry, RoleModel):
         return entry.model_dump(exclude_none=True)
     return dict(entry) if isinstance(entry, Mapping) else entry
-
-
-def settings_layer(layer: TMASConfig | Mapping[str, Any] | None) -> dict[str, Any]:
-    """One layer of settings as plain values: a mapping as it is (flat budget spellings moved
-    into ``roles``), or the fields a ``TMASConfig`` was given explicitly (the defaults it did
-    not set give way to lower layers).
-
-    Example:
-        >>> settings_layer(TMASConfig(n_candidates=2)), settings_layer(None)
-        ({'n_candidates': 2}, {})
-        >>> settings_layer({"solver_max_tokens": 99})
-        {'roles': {'solver': {'max_tokens': 99}}}
-    """
-    if layer is None:
-        return {}
-    if isinstance(layer, TMASConfig):
-        values = {name: getattr(layer, name) for name in layer.model_fields_set}
-    else:
-        values = dict(layer)
-    values = with_budgets_in_roles(values)
-    roles = values.get("roles")
-    if isinstance(roles, Mapping):
-        values["roles"] = {role: _role_values(entry) for role, entry in roles.items()}
-    return values
-
-
-def merged_config(*layers: TMASConfig | Mapping[str, Any] | None) -> TMASConfig:
-    """The one merge of a run's settings: ``layers`` in rising priority (a topology's
-    ``config:`` block, then what a caller gives, then a fork's or a resume's changes), each
-    read by :func:`settings_layer`. Per-role settings merge field by field (``--role-model
-    verifier=M`` and ``--set roles={"verifier": {"max_tokens": 64}}`` both hold); round widths
-    in a layer set the number of iterations unless that layer sets it too. ConfigError names
-    each bad field.
-
-    Example:
-        >>> merged_config({"max_iterations": 1}, {"round_widths": [4, 2]}).max_iterations
-        2
-        >>> merged = merged_config({"roles": {"verifier": {"model": "m"}}},
-        ...                        {"verifier_max_tokens": 64})
-        >>> merged.roles["verifier"].model, merged.roles["verifier"].max_tokens
-        ('m', 64)
-        >>> merged_config({"round_widths": [4, 2, 1]}, {"max_iterations": 5})
-        Traceback (most recent call last):
-        ...
-        tmas.config.ConfigError: invalid configuration: ... lists 3 rounds but max_iterations is 5
-    """
-    values: dict[str, Any] = {}
-    for layer in layers:
-        changes = settings_layer(layer)
-        if "round_widths" in changes and "max_iterations" not in changes:
-            values.pop("max_iterations", None)
-        roles, before = changes.pop("roles", None), values.get("roles")
-        if roles is not None:
-            values["roles"] = _merged_roles(before, roles) if before is not None else roles
-        values.update(changes)
-    return load_config(**values)
-
-
-def _merged_roles(before: Any, after: Any) -> Any:
-    """Two layers' per-role settings merged field by field, the later winning; anything that
-    is not a mapping of mappings is left for validation to name."""
-    layers = (before, after)
-    if not all(
-        isinstance(layer, Mapping) and all(isinstance(v, Mapping) for v in layer.values())
-        for layer in layers
-    ):
-        return after
-    merged = {role: dict(entry) for role, entry in before.items()}
-    for role, entry in after.items():
-        merged[role] = {**merged.get(role, {}), **entry}
-    return merged

@@ -108,7 +108,8 @@ def settings_layers(
     """The settings a command line gives, as layers in rising priority: ``--role-model`` and
     ``--role-base-url``, then its options with ``--set`` (one layer: ``--set`` wins, and ``-t``
     against ``round_widths`` is a conflict); the run's plan merges them over the topology's
-    ``config:`` block (:func:`tmas.config.merged_config`, per-role settings field by field).
+    ``config:`` block (:func:`tmas.graphs.settings.merged_config`, per-role settings field by
+    field).
 
     Example:
         >>> settings_layers({"n_candidates": 2, "seed": None}, ["epsilon=0.5"],

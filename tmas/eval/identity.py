@@ -15,8 +15,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from tmas.config import EXECUTION_SETTINGS, TMASConfig, canonical_settings
+from tmas.config import EXECUTION_SETTINGS, TMASConfig
 from tmas.graphs.run_plan import RunPlan
+from tmas.graphs.settings import canonical_settings
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
 from tmas.roles import BUILTIN_ROLES

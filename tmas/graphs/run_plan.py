@@ -24,10 +24,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tmas.config import ConfigError, TMASConfig, describe_validation_error, merged_config
+from tmas.config import ConfigError, TMASConfig, describe_validation_error
 from tmas.graphs.catalog import run_plugins, spec_channels
 from tmas.graphs.pipeline import with_inline_bodies
 from tmas.graphs.plugin_files import plugin_digest, plugin_of_module
+from tmas.graphs.settings import merged_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import BackendSpec, make_router

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from tmas.config import EXECUTION_SETTINGS, TMASConfig, canonical_settings
-from tmas.graphs.settings import topology_config
+from tmas.config import EXECUTION_SETTINGS, TMASConfig
+from tmas.graphs.settings import canonical_settings, topology_config
 from tmas.graphs.spec import GraphSpec, parse_spec
 
 NOT_PLAN_SETTINGS = EXECUTION_SETTINGS | {"seed"}
