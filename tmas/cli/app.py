@@ -56,6 +56,12 @@ class TmasCommands(LazyCommands):
             "compare", "tmas.cli.compare", "compare",
             "Compare evaluations side by side; write accuracy plots (PNG, drawn offline).",
         ),
+        LazyCommand(
+            "study", "tmas.cli.study", "study",
+            "Run a study: conditions interleaved on one engine, a self-consistency control at "
+            "equal tokens, paired 95% intervals, a Pareto plot; rerun the same command to "
+            "finish it.",
+        ),
         LazyCommand("export", "tmas.cli.export", "export_app", "Export saved runs for training."),
         LazyCommand(
             "train", "tmas.cli.train", "train_app",

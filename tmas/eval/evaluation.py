@@ -187,14 +187,13 @@ class Evaluation:
         if self.on_row is not None:
             self.on_row(row)
 
-    def run(self) -> dict[str, Any]:
-        """Solve every problem (skipping finished ones), then write results and summary.
+    def prepare(self) -> list[ProblemJob]:
+        """Check this evaluation against its folder and return one job per problem (finished
+        ones report their saved result when solved): the first half of :meth:`run`, for a
+        caller that schedules the jobs itself (a study interleaves several evaluations).
 
         Refuses (``EvaluationMismatch``) a folder that holds results of other settings, and
-        settings its topology cannot be built with; stops starting problems once one failed
-        for a reason no retry can fix (``EvaluationStopped``), keeping every run resumable.
-        After such a stop, and before any problem finished, a rerun may correct the model
-        settings: the saved runs take them."""
+        settings its topology cannot be built with."""
         identity = self.identity()
         self._check_compiles()
         previous = self._previous_rows()
@@ -207,13 +206,19 @@ class Evaluation:
         if correcting or legacy:
             self._prepare_saved_runs(jobs, correct=correcting, check=legacy)
         write_identity(self.out_dir, identity)
-        rows: dict[str, dict[str, Any]] = {}
-        stop = threading.Event()
-        for row in self._rows(jobs, stop):
-            rows[row["id"]] = row
-            self._append(row)
-            if row.get("fatal"):
-                stop.set()
+        return jobs
+
+    def solve(self, job: ProblemJob) -> dict[str, Any]:
+        """Solve (or report) one prepared job and append its row to the results file."""
+        row = solve_problem(job, self.router)
+        self._append(row)
+        return row
+
+    def finish(self, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Write the results (in problem order) and the summary from each problem's row
+        (``rows`` by problem id), or raise ``EvaluationStopped`` when a row says a problem
+        failed for a reason no retry can fix: the second half of :meth:`run`."""
+        identity = self.identity()
         fatal = [row for row in rows.values() if row.get("fatal")]
         if fatal:
             write_identity(self.out_dir, {**identity, "stopped": fatal[0]["error"]})
@@ -237,3 +242,21 @@ class Evaluation:
         }
         (self.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         return summary
+
+    def run(self) -> dict[str, Any]:
+        """Solve every problem (skipping finished ones), then write results and summary.
+
+        Refuses (``EvaluationMismatch``) a folder that holds results of other settings, and
+        settings its topology cannot be built with; stops starting problems once one failed
+        for a reason no retry can fix (``EvaluationStopped``), keeping every run resumable.
+        After such a stop, and before any problem finished, a rerun may correct the model
+        settings: the saved runs take them."""
+        jobs = self.prepare()
+        rows: dict[str, dict[str, Any]] = {}
+        stop = threading.Event()
+        for row in self._rows(jobs, stop):
+            rows[row["id"]] = row
+            self._append(row)
+            if row.get("fatal"):
+                stop.set()
+        return self.finish(rows)

@@ -1,12 +1,15 @@
-"""Paired differences between two systems on the same problems, with a bootstrap interval
-(problems resampled with replacement): what an accuracy difference needs before it means
-anything."""
+"""Means and paired differences with bootstrap 95% intervals: problems resampled with
+replacement and, when each problem was run under several seeds, the seeds of each drawn problem
+resampled too (a two-level bootstrap), so an interval covers both sources of variation. What an
+accuracy difference needs before it means anything."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+Scores = Sequence[float | bool]
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,42 @@ class PairedDifference:
         )
 
 
+def bootstrap_mean(
+    scores: Sequence[Scores], draws: int = 10_000, seed: int = 0
+) -> tuple[float, float, float]:
+    """The mean of ``scores`` (one list per problem, one score per seed) with a percentile
+    bootstrap 95% interval: each draw resamples problems, then the seeds of each drawn problem.
+    ValueError when there is nothing to average.
+
+    Example:
+        >>> mean, low, high = bootstrap_mean([[1, 1], [0, 1], [0, 0], [1, 0]], draws=2000)
+        >>> mean, 0.0 <= low < mean < high <= 1.0
+        (0.5, True)
+        >>> bootstrap_mean([[1], [1]], draws=100)
+        (1.0, 1.0, 1.0)
+    """
+    table = [[float(s) for s in problem] for problem in scores]
+    if not table or not all(table):
+        raise ValueError("need at least one score for every problem, and one problem")
+    n, rng = len(table), random.Random(seed)
+    mean = sum(sum(row) / len(row) for row in table) / n
+    if all(len(row) == 1 for row in table):
+        flat = [row[0] for row in table]
+        means = sorted(sum(rng.choices(flat, k=n)) / n for _ in range(draws))
+    else:
+        means = []
+        for _ in range(draws):
+            total = 0.0
+            for row in rng.choices(table, k=n):
+                total += sum(rng.choices(row, k=len(row))) / len(row)
+            means.append(total / n)
+        means.sort()
+    return mean, means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
 def paired_difference(
-    baseline: Sequence[float | bool],
-    treated: Sequence[float | bool],
+    baseline: Scores,
+    treated: Scores,
     draws: int = 10_000,
     seed: int = 0,
 ) -> PairedDifference:
@@ -47,9 +83,31 @@ def paired_difference(
     """
     if len(baseline) != len(treated) or not baseline:
         raise ValueError(f"need paired scores, got {len(baseline)} and {len(treated)}")
-    diffs = [float(t) - float(b) for b, t in zip(baseline, treated, strict=True)]
-    n, rng = len(diffs), random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(draws))
-    return PairedDifference(
-        sum(diffs) / n, means[int(0.025 * draws)], means[int(0.975 * draws) - 1], n
-    )
+    return paired_seed_difference([[b] for b in baseline], [[t] for t in treated], draws, seed)
+
+
+def paired_seed_difference(
+    baseline: Sequence[Scores],
+    treated: Sequence[Scores],
+    draws: int = 10_000,
+    seed: int = 0,
+) -> PairedDifference:
+    """``treated - baseline`` paired by problem and seed (one list per problem, one score per
+    seed in the same order on both sides), with the two-level bootstrap interval of
+    :func:`bootstrap_mean`; ValueError when the two do not pair up.
+
+    Example:
+        >>> result = paired_seed_difference([[0, 1], [1, 1], [0, 0]], [[1, 1], [1, 1], [1, 0]],
+        ...                                 draws=2000)
+        >>> round(result.difference, 3), result.problems, result.high <= 1.0
+        (0.333, 3, True)
+    """
+    if len(baseline) != len(treated) or not baseline:
+        raise ValueError(f"need paired scores, got {len(baseline)} and {len(treated)} problems")
+    diffs = []
+    for number, (b, t) in enumerate(zip(baseline, treated, strict=True), start=1):
+        if len(b) != len(t) or not b:
+            raise ValueError(f"problem {number}: {len(b)} and {len(t)} seeds do not pair up")
+        diffs.append([float(x) - float(y) for y, x in zip(b, t, strict=True)])
+    mean, low, high = bootstrap_mean(diffs, draws, seed)
+    return PairedDifference(mean, low, high, len(diffs))

@@ -106,7 +106,7 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _per_iteration(rows: list[dict[str, Any]], key: str) -> list[float | None]:
+def per_iteration(rows: list[dict[str, Any]], key: str) -> list[float | None]:
     """The mean of each iteration's ``key`` figure over ``rows`` (rows without it skipped)."""
     iterations = max((len(r.get(key) or []) for r in rows), default=0)
     means = []
@@ -138,8 +138,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "failed": sum(1 for r in rows if r["status"] == "failed"),
         "accuracy": _mean([float(r["correct"]) for r in done]),
         "majority_accuracy": _mean([float(r["majority_correct"]) for r in done]),
-        "pass_at_1_per_iteration": _per_iteration(done, "pass_at_1"),
-        "pass_at_1_answered_per_iteration": _per_iteration(done, "pass_at_1_answered"),
+        "pass_at_1_per_iteration": per_iteration(done, "pass_at_1"),
+        "pass_at_1_answered_per_iteration": per_iteration(done, "pass_at_1_answered"),
         "selections": sorted({r["selection"] for r in done if r.get("selection")}),
         "failed_calls_by_role": failed_by_role,
         "judge_failures": sum(r.get("judge_failures", 0) for r in rows),

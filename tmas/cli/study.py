@@ -1,0 +1,77 @@
+"""``tmas study``: conditions side by side at equal compute, against self-consistency, with
+paired intervals; ``--plan`` runs the pilot and prints what the study will cost and tell."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from tmas.cli.common import err, error_line, fail, out
+from tmas.cli.inputs import parse_pairs, parse_value
+from tmas.eval.evaluation import EvaluationStopped
+from tmas.llm.model_files import ModelFileError
+from tmas.storage import StorageError
+from tmas.terminal import plain
+
+
+class StudyProgress:
+    """One line per finished problem run: condition, problem, right or wrong, tokens."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet, self.done = quiet, 0
+
+    def __call__(self, label: str, row: dict[str, Any]) -> None:
+        self.done += 1
+        if self.quiet:
+            return
+        verdict = "right" if row["correct"] else ("failed" if row["status"] == "failed" else "wrong")
+        err.print(
+            f"[{self.done}] {plain(label, 40)} {plain(row['id'], 40)}: {verdict}, "
+            f"{row['tokens_in'] + row['tokens_out']:,} tokens, {row['wall_s'] or 0:.1f} s",
+            markup=False, highlight=False, soft_wrap=True,
+        )  # fmt: skip
+
+
+def study(
+    study_file: Annotated[Path, typer.Argument(help="the study YAML", metavar="STUDY.yaml")],
+    out_dir: Annotated[Path, typer.Option("--out", help="the study's folder (resumable)")],
+    plan: Annotated[
+        bool, typer.Option("--plan", help="run the pilot only; print cost and expected intervals")
+    ] = False,
+    toy: Annotated[bool, typer.Option("--toy", help="apply the file's toy: overrides")] = False,
+    set_values: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="KEY=VALUE for a study field, dotted (problems.limit=20)"),
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
+) -> None:
+    """Run a study: conditions interleaved on one engine, a self-consistency control at equal
+    tokens, paired 95% intervals, a Pareto plot; rerun the same command to finish it."""
+    from tmas.eval.study import Study
+    from tmas.eval.study_file import load_study
+    from tmas.eval.study_plan import plan_lines, plan_study
+
+    try:
+        overrides = {key: parse_value(value) for key, value in parse_pairs(set_values or [])}
+        spec = load_study(study_file, overrides, toy=toy)
+        runner = Study(spec, out_dir, command="tmas " + shlex.join(sys.argv[1:]),
+                       on_row=StudyProgress(quiet))  # fmt: skip
+        if plan:
+            for line in plan_lines(plan_study(runner)):
+                out.print(line, markup=False, highlight=False, soft_wrap=True)
+            return
+        report = runner.run()
+    except EvaluationStopped as exc:
+        fail(str(exc), 1)
+        return
+    except (ValueError, ModelFileError, StorageError) as exc:
+        fail(error_line(exc))
+        return
+    out.print((out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False,
+              soft_wrap=True)
+    for path in report["plots"]:
+        out.print(f"plot: {path}", markup=False)

@@ -1,0 +1,319 @@
+"""Running a study: every condition (and the self-consistency control) at every seed is an
+evaluation folder under ``OUT/conditions/NAME/seed-S``, all on one engine and one run database,
+with problems interleaved across conditions (the order of conditions turns with each problem)
+so a slow spell of a shared machine hits all alike. A pilot on the first problems sizes the
+matched conditions; its runs of unmatched conditions are the study's own. Run again, a study
+finishes what is missing; a changed condition is refused by its folder's identity.
+
+Example (Python; ``tmas study STUDY.yaml --out DIR`` does the same)::
+
+    from tmas.eval.study import Study
+    from tmas.eval.study_file import load_study
+    report = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out")).run()
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tmas.api import load_topology
+from tmas.eval.compute_match import WidthChoice, fit_tokens, matching_width
+from tmas.eval.data import Problem, load_problems
+from tmas.eval.dedupe import Overlap, deduplicated
+from tmas.eval.evaluation import Evaluation, EvaluationStopped
+from tmas.eval.job import ProblemJob
+from tmas.eval.results import ANSWERED
+from tmas.eval.study_file import Condition, StudyError, StudyFile
+from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
+from tmas.graphs.spec import GraphSpec
+from tmas.llm.backend import BackendSpec
+
+DESIGN = "design.json"
+RowCallback = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One condition at one seed (or at a pilot width): its label and evaluation."""
+
+    label: str
+    condition: str
+    seed: int
+    evaluation: Evaluation
+
+
+@dataclass
+class PilotResult:
+    """The pilot's rows per condition (unmatched) or per condition and width (matched), and
+    the width each matched condition was given."""
+
+    rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    width_rows: dict[str, dict[int, list[dict[str, Any]]]] = field(default_factory=dict)
+    widths: dict[str, WidthChoice] = field(default_factory=dict)
+
+
+def interleaved(arms: list[Arm], jobs: dict[str, list[ProblemJob]]) -> list[tuple[Arm, ProblemJob]]:
+    """Every arm's jobs, problem by problem, the order of the arms turning with each problem.
+
+    Example:
+        >>> arms = [Arm("a", "a", 0, None), Arm("b", "b", 0, None)]
+        >>> [(arm.label, job) for arm, job in interleaved(arms, {"a": [1, 2], "b": [1, 2]})]
+        [('a', 1), ('b', 1), ('b', 2), ('a', 2)]
+    """
+    order = []
+    for index in range(max((len(j) for j in jobs.values()), default=0)):
+        turn = index % max(len(arms), 1)
+        for arm in arms[turn:] + arms[:turn]:
+            if index < len(jobs[arm.label]):
+                order.append((arm, jobs[arm.label][index]))
+    return order
+
+
+def answered_mean(rows: list[dict[str, Any]], key: str) -> float | None:
+    """The mean of ``key`` over the rows that gave an answer (None when none did).
+
+    Example:
+        >>> answered_mean([{"status": "finished", "t": 4}, {"status": "failed", "t": 0}], "t")
+        4.0
+    """
+    values = [float(r[key]) for r in rows if r["status"] in ANSWERED and r.get(key) is not None]
+    return sum(values) / len(values) if values else None
+
+
+def tokens_of(row: dict[str, Any]) -> int:
+    """A row's tokens, prompt and answer.
+
+    Example:
+        >>> tokens_of({"tokens_in": 3, "tokens_out": 4})
+        7
+    """
+    return int(row["tokens_in"]) + int(row["tokens_out"])
+
+
+class Study:
+    """A study file run into ``out_dir``: problems, pilot, matched widths, the interleaved
+    evaluations and (:mod:`tmas.eval.study_report`) the report."""
+
+    def __init__(
+        self,
+        study: StudyFile,
+        out_dir: Path,
+        *,
+        command: str = "",
+        on_row: RowCallback | None = None,
+    ) -> None:
+        self.file, self.out_dir = study, Path(out_dir)
+        self.command = command or f"tmas study STUDY.yaml --out {out_dir}"
+        self.on_row = on_row
+        self.db = self.out_dir / "runs.sqlite"
+        try:
+            self.backend: BackendSpec = revised_backend(BackendSpec(), study.backend)
+        except ValueError as exc:
+            raise StudyError(f"backend: {exc}") from None
+        self.conditions: dict[str, Condition] = study.all_conditions()
+        self._topologies: dict[str, GraphSpec] = {}
+        self._problems: tuple[list[Problem], Overlap] | None = None
+
+    # problems ------------------------------------------------------------------------
+    def problems(self) -> tuple[list[Problem], Overlap]:
+        """The study's problems (shuffled, deduplicated, limited) and what deduplication left
+        out."""
+        if self._problems is None:
+            spec = self.file.problems
+            problems = load_problems(self.file.path(spec.data), proof=spec.proof)
+            training = [p.problem for f in spec.dedupe_against
+                        for p in load_problems(self.file.path(f), proof=False)]  # fmt: skip
+            problems, overlap = deduplicated(problems, training, spec.near_overlap)
+            if spec.shuffle_seed is not None:
+                random.Random(spec.shuffle_seed).shuffle(problems)
+            self._problems = (problems[: spec.limit] if spec.limit else problems, overlap)
+        return self._problems
+
+    # plans ---------------------------------------------------------------------------
+    def topology(self, name: str) -> GraphSpec:
+        """The condition's topology with its plugins and prompts (loaded once)."""
+        if name not in self._topologies:
+            condition = self.conditions[name]
+            prompts = (
+                condition.prompts
+                if isinstance(condition.prompts, dict)
+                else [self.file.path(p) for p in condition.prompts]
+            )
+            plugins = [self._plugin(p) for p in condition.plugins]
+            self._topologies[name] = load_topology(
+                self.file.path(condition.graph) if condition.graph.endswith((".yaml", ".yml",
+                ".json")) else condition.graph, plugins=plugins, prompts=prompts)  # fmt: skip
+        return self._topologies[name]
+
+    def _plugin(self, plugin: str) -> str:
+        return self.file.path(plugin) if plugin.endswith(".py") else plugin
+
+    def plan(self, name: str, seed: int, width: int | None = None) -> RunPlan:
+        """The run plan of condition ``name`` at ``seed`` (and a matched ``width``)."""
+        condition = self.conditions[name]
+        if "seed" in condition.settings:
+            raise StudyError(f"condition {name}: seeds are the study's (seeds: [...]), not a "
+                             "condition's setting")  # fmt: skip
+        layers: list[dict[str, Any]] = [condition.settings]
+        if condition.roles:
+            layers.insert(0, {"roles": condition.roles})
+        if width is not None and condition.match_tokens is not None:
+            layers.append(condition.match_tokens.settings(width))
+        layers.append({"seed": seed})
+        plugins = [self._plugin(p) for p in condition.plugins]
+        try:
+            return plan_run(self.topology(name), layers, self.backend, plugins)
+        except ValueError as exc:
+            raise StudyError(f"condition {name}: {exc}") from None
+
+    def _arm(self, label: str, name: str, seed: int, folder: Path, problems: list[Problem],
+             width: int | None = None) -> Arm:  # fmt: skip
+        evaluation = Evaluation(problems=problems, plan=self.plan(name, seed, width), db=self.db,
+                                out_dir=folder, max_concurrency=self.file.max_concurrency)  # fmt: skip
+        return Arm(label, name, seed, evaluation)
+
+    def folder(self, name: str, seed: int) -> Path:
+        """The evaluation folder of a condition at a seed.
+
+        Example:
+            >>> from tmas.eval.study_file import parse_study
+            >>> study = Study(parse_study({"name": "s", "reference": "a",
+            ...     "conditions": {"a": {}}}), Path("out"))
+            >>> study.folder("a", 3).as_posix()
+            'out/conditions/a/seed-3'
+        """
+        return self.out_dir / "conditions" / name / f"seed-{seed}"
+
+    # running -------------------------------------------------------------------------
+    def run_arms(self, arms: list[Arm]) -> dict[str, dict[str, dict[str, Any]]]:
+        """Prepare every arm's evaluation, solve their problems interleaved, ``concurrency``
+        at once, and finish each; the rows per arm label, by problem id. Stops starting
+        problems after one failed for a reason no retry fixes (``EvaluationStopped``)."""
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        jobs = {arm.label: arm.evaluation.prepare() for arm in arms}
+        rows: dict[str, dict[str, dict[str, Any]]] = {arm.label: {} for arm in arms}
+        stop, lock = threading.Event(), threading.Lock()
+
+        def solve(arm: Arm, job: ProblemJob) -> tuple[Arm, dict[str, Any] | None]:
+            if stop.is_set():
+                return arm, None
+            row = arm.evaluation.solve(job)
+            if row.get("fatal"):
+                stop.set()
+            return arm, row
+
+        with ThreadPoolExecutor(max_workers=self.file.concurrency) as pool:
+            futures = [pool.submit(solve, arm, job) for arm, job in interleaved(arms, jobs)]
+            for future in as_completed(futures):
+                arm, row = future.result()
+                if row is None:
+                    continue
+                with lock:
+                    rows[arm.label][row["id"]] = row
+                if self.on_row is not None:
+                    self.on_row(arm.label, row)
+        fatal = [r for arm_rows in rows.values() for r in arm_rows.values() if r.get("fatal")]
+        if fatal:
+            raise EvaluationStopped(
+                f"study stopped: {fatal[0]['error']}; fix the cause and rerun the same command "
+                "(every saved run resumes)"
+            )
+        for arm in arms:
+            arm.evaluation.finish(rows[arm.label])
+        return rows
+
+    def pilot(self) -> PilotResult:
+        """Run the pilot: the first ``pilot.problems`` problems at the first seed, every
+        unmatched condition in its own folder, every matched one at its pilot widths (under
+        ``OUT/pilot``); then choose each matched width against the reference's tokens on the
+        same problems."""
+        problems = self.problems()[0][: self.file.pilot.problems]
+        if not problems:
+            raise StudyError("the study has no problems (after deduplication and the limit)")
+        seed = self.file.seeds[0]
+        arms: list[Arm] = []
+        for name, condition in self.conditions.items():
+            if condition.match_tokens is None:
+                arms.append(self._arm(name, name, seed, self.folder(name, seed), problems))
+                continue
+            for width in condition.match_tokens.pilot_widths:
+                folder = self.out_dir / "pilot" / f"{name}-w{width}"
+                arms.append(self._arm(f"{name}@{width}", name, seed, folder, problems, width))
+        rows = self.run_arms(arms)
+        result = PilotResult()
+        for arm in arms:
+            ordered = [rows[arm.label][p.id] for p in problems]
+            if arm.label == arm.condition:
+                result.rows[arm.condition] = ordered
+            else:
+                width = int(arm.label.rsplit("@", 1)[1])
+                result.width_rows.setdefault(arm.condition, {})[width] = ordered
+        target = self._mean_tokens(result.rows[self.file.reference], self.file.reference)
+        for name, by_width in result.width_rows.items():
+            match = self.conditions[name].match_tokens
+            assert match is not None
+            model = fit_tokens([(w, self._mean_tokens(r, name)) for w, r in by_width.items()])
+            result.widths[name] = matching_width(model, target, match.max_width)
+        return result
+
+    @staticmethod
+    def _mean_tokens(rows: list[dict[str, Any]], name: str) -> float:
+        answered = [tokens_of(r) for r in rows if r["status"] in ANSWERED]
+        if not answered:
+            errors = "; ".join(sorted({str(r.get("error")) for r in rows}))[:300]
+            raise StudyError(f"the pilot of {name} answered no problem ({errors}); fix the "
+                             "cause and rerun")  # fmt: skip
+        return sum(answered) / len(answered)
+
+    def arms(self, widths: dict[str, WidthChoice]) -> list[Arm]:
+        """Every condition at every seed over all the study's problems, matched ones at their
+        chosen width."""
+        problems = self.problems()[0]
+        return [
+            self._arm(f"{name}/seed-{seed}", name, seed, self.folder(name, seed), problems,
+                      widths[name].width if name in widths else None)  # fmt: skip
+            for seed in self.file.seeds
+            for name in self.conditions
+        ]
+
+    def write_design(self, pilot: PilotResult) -> dict[str, Any]:
+        """Record what the study resolved (``design.json``): problems, deduplication, plans'
+        settings, matched widths, engine and concurrency."""
+        problems, overlap = self.problems()
+        seed = self.file.seeds[0]
+        design = {
+            "study": self.file.model_dump(mode="json", exclude={"toy"}),
+            "command": self.command,
+            "problem_ids": [p.id for p in problems],
+            "deduplication": overlap.record(),
+            "engine": self.backend.describe(),
+            "backend": self.backend.model_dump(mode="json"),
+            "concurrency": self.file.concurrency,
+            "max_concurrency": self.file.max_concurrency,
+            "widths": {name: choice.record() for name, choice in pilot.widths.items()},
+            "plans": {
+                name: self.plan(name, seed, pilot.widths[name].width if name in pilot.widths
+                                else None).record()  # fmt: skip
+                for name in self.conditions
+            },
+        }
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        (self.out_dir / DESIGN).write_text(json.dumps(design, indent=2), encoding="utf-8")
+        return design
+
+    def run(self) -> dict[str, Any]:
+        """Pilot, then every arm, then the report (``report.md``, ``report.json`` and the
+        plots in the folder); returns the report."""
+        from tmas.eval.study_report import write_report
+
+        pilot = self.pilot()
+        design = self.write_design(pilot)
+        rows = self.run_arms(self.arms(pilot.widths))
+        return write_report(self, design, rows)

@@ -1,0 +1,252 @@
+"""The study file: a comparison's whole design in one YAML document (problems and their
+deduplication, conditions, seeds, the reference, the engine every condition shares, the
+self-consistency control, the pilot and the effect the study should be able to tell). Paths in
+it are relative to the file. See ``docs/evaluation.md`` for the format.
+
+Example:
+    >>> study = parse_study({"name": "s", "reference": "tmas",
+    ...                      "conditions": {"tmas": {"graph": "tmas"}}})
+    >>> study.self_consistency.graph, study.seeds, study.tolerance
+    ('majority_vote', [0], 0.1)
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SELF_CONSISTENCY = "self_consistency"
+
+
+class StudyError(ValueError):
+    """A study file that cannot be read or does not describe a study."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ProblemSet(_Strict):
+    """Which problems, in which order, without which copies."""
+
+    data: str = Field("gsm8k", description="a data file or a bundled sample name")
+    limit: int | None = Field(None, ge=1, description="problems kept (after deduplication)")
+    shuffle_seed: int | None = Field(None, description="shuffle before the limit; None: keep order")
+    dedupe_against: list[str] = Field(
+        default_factory=list, description="training files whose copies are left out"
+    )
+    near_overlap: float = Field(0.7, gt=0, le=1, description="word overlap of a near copy")
+    proof: bool = False
+
+
+class WidthMatch(_Strict):
+    """A width chosen so the condition's mean tokens per problem match the reference's:
+    ``setting`` is ``n_candidates`` or ``round_widths`` (then ``shape`` says where the width
+    goes, e.g. ``[w, w, 1]``). Tokens are modelled as ``a*w + b*w^2`` (fan-outs grow with the
+    width, answers read by every member of the next round with its square), fitted on pilot
+    runs at ``pilot_widths`` (one width: linear only)."""
+
+    setting: Literal["n_candidates", "round_widths"] = "n_candidates"
+    shape: list[int | Literal["w"]] = Field(default_factory=lambda: ["w"])
+    pilot_widths: list[int] = Field(default_factory=lambda: [4])
+    max_width: int = Field(64, ge=1, le=256)
+
+    @field_validator("pilot_widths")
+    @classmethod
+    def _widths(cls, value: list[int]) -> list[int]:
+        if not 1 <= len(set(value)) <= 2 or min(value) < 1:
+            raise ValueError("pilot_widths: one or two different widths, each at least 1")
+        return sorted(set(value))
+
+    def settings(self, width: int) -> dict[str, Any]:
+        """The settings of this width.
+
+        Example:
+            >>> WidthMatch(setting="round_widths", shape=["w", "w", 1]).settings(3)
+            {'round_widths': [3, 3, 1], 'max_iterations': 3}
+            >>> WidthMatch().settings(5)
+            {'n_candidates': 5}
+        """
+        if self.setting == "n_candidates":
+            return {"n_candidates": width}
+        widths = [width if part == "w" else part for part in self.shape]
+        return {"round_widths": widths, "max_iterations": len(widths)}
+
+
+class Condition(_Strict):
+    """One arm of the study: a topology with its settings, role models, prompts and plugins
+    (resolved to a run plan exactly as ``tmas eval`` resolves its options)."""
+
+    graph: str = "tmas"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    roles: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="per role: model, base_url, adapter, max_tokens, ..."
+    )
+    prompts: list[str] | dict[str, str] = Field(default_factory=list)
+    plugins: list[str] = Field(default_factory=list)
+    match_tokens: WidthMatch | None = None
+
+
+class SelfConsistency(_Strict):
+    """The self-consistency control added to every study unless ``self_consistency: false``:
+    majority vote over independent samples, its sample count matched to the reference's
+    tokens."""
+
+    graph: str = "majority_vote"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    pilot_width: int = Field(4, ge=1, le=256)
+
+    def condition(self) -> Condition:
+        """The condition it adds.
+
+        Example:
+            >>> SelfConsistency(pilot_width=2).condition().match_tokens.pilot_widths
+            [2]
+        """
+        return Condition(graph=self.graph, settings=self.settings,
+                         match_tokens=WidthMatch(pilot_widths=[self.pilot_width]))  # fmt: skip
+
+
+class Pilot(_Strict):
+    """The small first run that sizes a study: ``problems`` per condition (the study's first
+    problems, first seed; their runs are the study's own, so none is spent twice)."""
+
+    problems: int = Field(3, ge=1)
+
+
+class StudyFile(_Strict):
+    """A study, as its file says."""
+
+    name: str
+    description: str = ""
+    problems: ProblemSet = Field(default_factory=ProblemSet)
+    backend: dict[str, Any] = Field(default_factory=dict, description="the engine, shared")
+    concurrency: int = Field(1, ge=1, description="problems at once, across conditions")
+    max_concurrency: int | None = Field(None, ge=1, description="model calls at once per run")
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    reference: str
+    conditions: dict[str, Condition]
+    self_consistency: SelfConsistency | None = Field(default_factory=SelfConsistency)
+    tolerance: float = Field(0.10, gt=0, lt=1, description="allowed token mismatch when matched")
+    effect: float | None = Field(
+        0.10, gt=0, le=1, description="the smallest accuracy difference the study should tell"
+    )
+    pilot: Pilot = Field(default_factory=Pilot)
+    toy: dict[str, Any] = Field(default_factory=dict, description="overrides of --toy")
+    base_dir: Path = Field(Path(), exclude=True)
+
+    @field_validator("self_consistency", mode="before")
+    @classmethod
+    def _off(cls, value: Any) -> Any:
+        return None if value is False else value
+
+    @field_validator("seeds")
+    @classmethod
+    def _seeds(cls, value: list[int]) -> list[int]:
+        if not value or len(set(value)) != len(value):
+            raise ValueError("seeds: a non-empty list without repeats")
+        return value
+
+    @model_validator(mode="after")
+    def _names(self) -> StudyFile:
+        if not self.conditions:
+            raise ValueError("conditions: name at least one")
+        if self.reference not in self.conditions:
+            raise ValueError(f"reference {self.reference!r} is not one of the conditions "
+                             f"({', '.join(self.conditions)})")  # fmt: skip
+        if self.self_consistency is not None and SELF_CONSISTENCY in self.conditions:
+            raise ValueError(f"a condition is named {SELF_CONSISTENCY!r}: rename it, or set "
+                             "self_consistency: false to leave the added control out")  # fmt: skip
+        if self.conditions[self.reference].match_tokens is not None:
+            raise ValueError("the reference sets the token budget: it cannot match_tokens")
+        bad = [n for n in self.conditions if not n.replace("-", "").replace("_", "").isalnum()]
+        if bad:
+            raise ValueError(f"condition names are folder names: letters, digits, - and _ "
+                             f"only ({', '.join(bad)})")  # fmt: skip
+        return self
+
+    def all_conditions(self) -> dict[str, Condition]:
+        """The declared conditions and the added self-consistency control, reference first.
+
+        Example:
+            >>> study = parse_study({"name": "s", "reference": "b", "conditions": {
+            ...     "a": {"graph": "rsa"}, "b": {}}})
+            >>> list(study.all_conditions())
+            ['b', 'a', 'self_consistency']
+        """
+        named = {self.reference: self.conditions[self.reference], **self.conditions}
+        if self.self_consistency is not None:
+            named[SELF_CONSISTENCY] = self.self_consistency.condition()
+        return named
+
+    def path(self, value: str) -> str:
+        """A path of the file, relative to the file's folder (bundled sample names as they
+        are)."""
+        from tmas.eval.data import SAMPLES
+
+        if value in SAMPLES or Path(value).is_absolute():
+            return value
+        return str((self.base_dir / value).resolve())
+
+
+def with_overrides(document: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with dotted keys set (``problems.limit``, ``conditions.tmas.settings.x``).
+
+    Example:
+        >>> with_overrides({"a": {"b": 1}}, {"a.c": 2, "d": 3})
+        {'a': {'b': 1, 'c': 2}, 'd': 3}
+    """
+    result = copy.deepcopy(document)
+    for dotted, value in overrides.items():
+        keys, place = dotted.split("."), result
+        for key in keys[:-1]:
+            if not isinstance(place.get(key, {}), dict):
+                raise StudyError(f"{dotted}: {key} is not a section of the study")
+            place = place.setdefault(key, {})
+        place[keys[-1]] = value
+    return result
+
+
+def parse_study(
+    document: dict[str, Any], base_dir: Path = Path(), overrides: dict[str, Any] | None = None
+) -> StudyFile:
+    """A study from its parsed document, with dotted ``overrides`` applied; StudyError naming
+    every problem."""
+    if not isinstance(document, dict):
+        raise StudyError("a study file is a mapping (name, reference, conditions, ...)")
+    try:
+        return StudyFile(**with_overrides(document, overrides or {}), base_dir=base_dir)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'study'}: {e['msg']}" for e in exc.errors()
+        )
+        raise StudyError(f"not a study: {problems}") from None
+
+
+def load_study(
+    path: Path, overrides: dict[str, Any] | None = None, *, toy: bool = False
+) -> StudyFile:
+    """Read a study file; with ``toy`` its ``toy:`` overrides apply first, then ``overrides``.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     path = Path(folder) / "s.yaml"
+        ...     _ = path.write_text("name: s\\nreference: a\\nconditions: {a: {}}\\n"
+        ...                         "toy: {problems.limit: 2}\\n")
+        ...     load_study(path, toy=True).problems.limit
+        2
+    """
+    try:
+        document = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise StudyError(f"cannot read study file {path}: {exc}") from None
+    if toy:
+        if not isinstance(document, dict) or not document.get("toy"):
+            raise StudyError(f"{path} has no toy: section for --toy")
+        document = with_overrides(document, document["toy"])
+    return parse_study(document, Path(path).resolve().parent, overrides)

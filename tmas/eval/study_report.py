@@ -1,0 +1,194 @@
+"""A study's report: per condition accuracy with its interval, tokens, calls and wall per
+problem; each condition's paired difference against the reference (two-level bootstrap over
+problems and seeds); how closely matched conditions met the reference's tokens; written as
+``report.json``, ``report.md`` (which ``tmas compare`` prints) and two plots."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tmas.eval.intervals import bootstrap_mean, paired_seed_difference
+from tmas.eval.results import ANSWERED, per_iteration
+from tmas.eval.study_plots import write_study_plots
+
+if TYPE_CHECKING:
+    from tmas.eval.study import Study
+
+REPORT_MD, REPORT_JSON = "report.md", "report.json"
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def condition_summary(rows: list[dict[str, Any]], problem_ids: list[str],
+                      seeds: list[int]) -> dict[str, Any]:  # fmt: skip
+    """One condition's figures from its rows (in seed-major order, one per problem and seed):
+    accuracy over every problem (a failed one counts as wrong) with its interval, and means
+    per problem.
+
+    Example:
+        >>> rows = [{"id": p, "correct": c, "status": "finished", "tokens_in": 10,
+        ...          "tokens_out": 5, "llm_calls": 2, "wall_s": 1.0, "pass_at_1": [0.5]}
+        ...         for p, c in (("a", True), ("b", False))]
+        >>> s = condition_summary(rows, ["a", "b"], [0])
+        >>> s["accuracy"], s["mean_tokens"], s["scores"]
+        (0.5, 15.0, [[1.0], [0.0]])
+    """
+    by_key = {(r["id"], seed): r for seed, chunk in _seed_chunks(rows, seeds) for r in chunk}
+    scores = [[float(bool(by_key[(p, s)]["correct"])) for s in seeds] for p in problem_ids]
+    accuracy, low, high = bootstrap_mean(scores)
+    return {
+        "accuracy": accuracy,
+        "accuracy_interval": [low, high],
+        "scores": scores,
+        "mean_tokens": _mean([float(r["tokens_in"] + r["tokens_out"]) for r in rows]),
+        "mean_calls": _mean([float(r["llm_calls"]) for r in rows]),
+        "mean_wall_s": _mean([float(r["wall_s"] or 0.0) for r in rows]),
+        "failed": sum(1 for r in rows if r["status"] == "failed"),
+        "pass_at_1_per_iteration": per_iteration([r for r in rows if r["status"] in ANSWERED], "pass_at_1"),
+    }
+
+
+def _seed_chunks(rows: list[dict[str, Any]], seeds: list[int]) -> list[tuple[int, list]]:
+    size = len(rows) // len(seeds)
+    return [(seed, rows[i * size : (i + 1) * size]) for i, seed in enumerate(seeds)]
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in settings.items()) or "its defaults"
+
+
+def build_report(study: Study, design: dict[str, Any],
+                 rows: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
+    """The report's figures (what ``report.json`` holds)."""
+    problem_ids, seeds = design["problem_ids"], study.file.seeds
+    reference = study.file.reference
+    conditions: dict[str, Any] = {}
+    for name, condition in study.conditions.items():
+        ordered = [rows[f"{name}/seed-{s}"][p] for s in seeds for p in problem_ids]
+        summary = condition_summary(ordered, problem_ids, seeds)
+        width = design["widths"].get(name)
+        settings = {**condition.settings,
+                    **(condition.match_tokens.settings(width["width"]) if width else {})}  # fmt: skip
+        conditions[name] = {"graph": study.topology(name).name, "settings": settings,
+                            "matched": width, **summary}  # fmt: skip
+    ref = conditions[reference]
+    for name, figures in conditions.items():
+        figures["tokens_vs_reference"] = (
+            figures["mean_tokens"] / ref["mean_tokens"] if ref["mean_tokens"] else None
+        )
+        if name != reference:
+            diff = paired_seed_difference(ref["scores"], figures["scores"])
+            figures["difference"] = {"value": diff.difference, "interval": [diff.low, diff.high]}
+    return {
+        "name": study.file.name,
+        "description": study.file.description,
+        "command": study.command,
+        "reference": reference,
+        "problems": len(problem_ids),
+        "data": study.file.problems.data,
+        "shuffle_seed": study.file.problems.shuffle_seed,
+        "dedupe_against": study.file.problems.dedupe_against,
+        "deduplication": design["deduplication"],
+        "seeds": seeds,
+        "engine": design["engine"],
+        "concurrency": design["concurrency"],
+        "max_concurrency": design["max_concurrency"],
+        "tolerance": study.file.tolerance,
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python "
+        f"{platform.python_version()}",
+        "conditions": conditions,
+    }
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _interval(pair: list[float], sign: bool = False) -> str:
+    fmt = "{:+.1f}" if sign else "{:.1f}"
+    return f"[{fmt.format(100 * pair[0])}, {fmt.format(100 * pair[1])}]"
+
+
+def matched_line(name: str, figures: dict[str, Any], tolerance: float) -> str:
+    """What matching gave a condition, planned and realised.
+
+    Example:
+        >>> matched_line("sc", {"matched": {"width": 8, "modelled_tokens": 990.0,
+        ...     "target_tokens": 1000.0, "mismatch": -0.01}, "tokens_vs_reference": 1.2}, 0.1)
+        'sc: width 8 from the pilot (modelled 990 tokens vs 1,000, -1.0%); realised x1.20 the reference tokens: NOT within 10%'
+    """
+    m, ratio = figures["matched"], figures["tokens_vs_reference"]
+    within = ratio is not None and abs(ratio - 1.0) <= tolerance
+    verdict = f"within {tolerance:.0%}" if within else f"NOT within {tolerance:.0%}"
+    return (f"{name}: width {m['width']} from the pilot (modelled {m['modelled_tokens']:,.0f} "
+            f"tokens vs {m['target_tokens']:,.0f}, {100 * m['mismatch']:+.1f}%); realised "
+            f"x{ratio:.2f} the reference tokens: {verdict}")  # fmt: skip
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    """The report as a markdown page: the command, the design, one table, the matching."""
+    dedupe = report["deduplication"]
+    against = ", ".join(report["dedupe_against"]) or "no training file"
+    lines = [
+        f"# Study: {report['name']}",
+        "",
+        *([report["description"].strip(), ""] if report["description"] else []),
+        f"Command: `{report['command']}`",
+        "",
+        f"- Problems: {report['problems']} from `{report['data']}` (shuffle seed "
+        f"{report['shuffle_seed']}); deduplicated against {against}: {dedupe['exact']} exact, "
+        f"{dedupe['normalised']} normalised and {dedupe['near']} near copies left out.",
+        f"- Seeds: {report['seeds']}; reference: **{report['reference']}**.",
+        f"- Engine (all conditions): {report['engine']}; problems at once: "
+        f"{report['concurrency']}; model calls at once per run: "
+        f"{report['max_concurrency'] or 'the topology default'}; problems interleaved across "
+        f"conditions. Machine: {report['machine']}.",
+        "- Accuracy counts a failed problem as wrong. Intervals: 95% percentile bootstrap "
+        "over problems (and the seeds of each problem when there are several).",
+        "",
+        "| condition | topology | settings | accuracy % (95% CI) | vs reference, points "
+        "(95% CI) | tokens/problem | x reference | calls/problem | wall s/problem | failed |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, c in report["conditions"].items():
+        diff = c.get("difference")
+        shown = "-" if diff is None else f"{100 * diff['value']:+.1f} {_interval(diff['interval'], True)}"
+        ratio = c["tokens_vs_reference"]
+        lines.append(
+            f"| {name} | {c['graph']} | {_settings_text(c['settings'])} | {_pct(c['accuracy'])} "
+            f"{_interval(c['accuracy_interval'])} | {shown} | {c['mean_tokens'] or 0:,.0f} | "
+            f"{'-' if ratio is None else f'{ratio:.2f}'} | {c['mean_calls'] or 0:.1f} | "
+            f"{c['mean_wall_s'] or 0:.1f} | {c['failed']} |"
+        )
+    matched = [matched_line(n, c, report["tolerance"])
+               for n, c in report["conditions"].items() if c.get("matched")]  # fmt: skip
+    if matched:
+        lines += ["", "Matched compute:", *(f"- {line}" for line in matched)]
+    lines += ["", "Besides the thing compared, conditions differ only in the settings shown; "
+              "engine, model, problems, seeds and concurrency are shared.",
+              "", "Plots: `pareto.png` (accuracy vs tokens, 95% interval bars), "
+              "`iterations.png` (Pass@1 per iteration)."]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def write_report(study: Study, design: dict[str, Any],
+                 rows: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
+    """Write ``report.json``, ``report.md`` and the plots into the study's folder."""
+    report = build_report(study, design, rows)
+    out: Path = study.out_dir
+    (out / REPORT_JSON).write_text(json.dumps(report, indent=2), encoding="utf-8")
+    (out / REPORT_MD).write_text(report_markdown(report), encoding="utf-8")
+    report["plots"] = [str(p) for p in write_study_plots(report, out)]
+    return report
+
+
+def read_report(folder: Path) -> str | None:
+    """The markdown report of a study folder, or None when the folder holds none."""
+    path = folder / REPORT_MD
+    return path.read_text(encoding="utf-8") if path.exists() else None
