@@ -4,7 +4,6 @@ paired intervals; ``--plan`` runs the pilot and prints what the study will cost 
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,12 +27,15 @@ class StudyProgress:
         self.done += 1
         if self.quiet:
             return
-        verdict = "right" if row["correct"] else ("failed" if row["status"] == "failed" else "wrong")
+        verdict = "failed" if row["status"] == "failed" else "wrong"
+        verdict = "right" if row["correct"] else verdict
         err.print(
             f"[{self.done}] {plain(label, 40)} {plain(row['id'], 40)}: {verdict}, "
             f"{row['tokens_in'] + row['tokens_out']:,} tokens, {row['wall_s'] or 0:.1f} s",
-            markup=False, highlight=False, soft_wrap=True,
-        )  # fmt: skip
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def study(
@@ -54,24 +56,37 @@ def study(
     from tmas.eval.study import Study
     from tmas.eval.study_file import load_study
     from tmas.eval.study_plan import plan_lines, plan_study
+    from tmas.eval.study_report import report_study
 
     try:
         overrides = {key: parse_value(value) for key, value in parse_pairs(set_values or [])}
         spec = load_study(study_file, overrides, toy=toy)
-        runner = Study(spec, out_dir, command="tmas " + shlex.join(sys.argv[1:]),
-                       on_row=StudyProgress(quiet))  # fmt: skip
+        command = [
+            "tmas",
+            "study",
+            str(study_file),
+            "--out",
+            str(out_dir),
+            *(["--toy"] if toy else []),
+            *(f"--set={item}" for item in set_values or []),
+        ]
+        runner = Study(spec, out_dir, command=shlex.join(command), on_row=StudyProgress(quiet))
         if plan:
             for line in plan_lines(plan_study(runner)):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
             return
-        report = runner.run()
+        report = report_study(runner)
     except EvaluationStopped as exc:
         fail(str(exc), 1)
         return
     except (ValueError, ModelFileError, StorageError) as exc:
         fail(error_line(exc))
         return
-    out.print((out_dir / "report.md").read_text(encoding="utf-8"), markup=False, highlight=False,
-              soft_wrap=True)
+    out.print(
+        (out_dir / "report.md").read_text(encoding="utf-8"),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     for path in report["plots"]:
         out.print(f"plot: {path}", markup=False)

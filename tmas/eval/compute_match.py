@@ -74,8 +74,12 @@ class WidthChoice:
             >>> WidthChoice(4, 1050.0, 1000.0).record()["mismatch"]
             0.05
         """
-        return {"width": self.width, "modelled_tokens": round(self.tokens, 1),
-                "target_tokens": round(self.target, 1), "mismatch": round(self.mismatch, 4)}  # fmt: skip
+        return {
+            "width": self.width,
+            "modelled_tokens": round(self.tokens, 1),
+            "target_tokens": round(self.target, 1),
+            "mismatch": round(self.mismatch, 4),
+        }
 
 
 def matching_width(model: TokenModel, target: float, max_width: int = 64) -> WidthChoice:

@@ -76,8 +76,12 @@ class Overlap:
             >>> Overlap(near=["p3"]).record()["near"]
             1
         """
-        return {"exact": len(self.exact), "normalised": len(self.normalised),
-                "near": len(self.near), "left_out": self.exact + self.normalised + self.near}  # fmt: skip
+        return {
+            "exact": len(self.exact),
+            "normalised": len(self.normalised),
+            "near": len(self.near),
+            "left_out": self.exact + self.normalised + self.near,
+        }
 
 
 class TrainingIndex:

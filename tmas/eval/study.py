@@ -9,7 +9,9 @@ Example (Python; ``tmas study STUDY.yaml --out DIR`` does the same)::
 
     from tmas.eval.study import Study
     from tmas.eval.study_file import load_study
-    report = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out")).run()
+    from tmas.eval.study_report import report_study
+    study = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out"))
+    report = report_study(study)  # report.md, report.json, pareto.png, iterations.png
 """
 
 from __future__ import annotations
@@ -128,8 +130,11 @@ class Study:
         if self._problems is None:
             spec = self.file.problems
             problems = load_problems(self.file.path(spec.data), proof=spec.proof)
-            training = [p.problem for f in spec.dedupe_against
-                        for p in load_problems(self.file.path(f), proof=False)]  # fmt: skip
+            training = [
+                p.problem
+                for f in spec.dedupe_against
+                for p in load_problems(self.file.path(f), proof=False)
+            ]
             problems, overlap = deduplicated(problems, training, spec.near_overlap)
             if spec.shuffle_seed is not None:
                 random.Random(spec.shuffle_seed).shuffle(problems)
@@ -148,8 +153,12 @@ class Study:
             )
             plugins = [self._plugin(p) for p in condition.plugins]
             self._topologies[name] = load_topology(
-                self.file.path(condition.graph) if condition.graph.endswith((".yaml", ".yml",
-                ".json")) else condition.graph, plugins=plugins, prompts=prompts)  # fmt: skip
+                self.file.path(condition.graph)
+                if condition.graph.endswith((".yaml", ".yml", ".json"))
+                else condition.graph,
+                plugins=plugins,
+                prompts=prompts,
+            )
         return self._topologies[name]
 
     def _plugin(self, plugin: str) -> str:
@@ -159,8 +168,9 @@ class Study:
         """The run plan of condition ``name`` at ``seed`` (and a matched ``width``)."""
         condition = self.conditions[name]
         if "seed" in condition.settings:
-            raise StudyError(f"condition {name}: seeds are the study's (seeds: [...]), not a "
-                             "condition's setting")  # fmt: skip
+            raise StudyError(
+                f"condition {name}: seeds are the study's (seeds: [...]), not a condition's setting"
+            )
         layers: list[dict[str, Any]] = [condition.settings]
         if condition.roles:
             layers.insert(0, {"roles": condition.roles})
@@ -173,10 +183,22 @@ class Study:
         except ValueError as exc:
             raise StudyError(f"condition {name}: {exc}") from None
 
-    def _arm(self, label: str, name: str, seed: int, folder: Path, problems: list[Problem],
-             width: int | None = None) -> Arm:  # fmt: skip
-        evaluation = Evaluation(problems=problems, plan=self.plan(name, seed, width), db=self.db,
-                                out_dir=folder, max_concurrency=self.file.max_concurrency)  # fmt: skip
+    def _arm(
+        self,
+        label: str,
+        name: str,
+        seed: int,
+        folder: Path,
+        problems: list[Problem],
+        width: int | None = None,
+    ) -> Arm:
+        evaluation = Evaluation(
+            problems=problems,
+            plan=self.plan(name, seed, width),
+            db=self.db,
+            out_dir=folder,
+            max_concurrency=self.file.max_concurrency,
+        )
         return Arm(label, name, seed, evaluation)
 
     def folder(self, name: str, seed: int) -> Path:
@@ -268,8 +290,9 @@ class Study:
         answered = [tokens_of(r) for r in rows if r["status"] in ANSWERED]
         if not answered:
             errors = "; ".join(sorted({str(r.get("error")) for r in rows}))[:300]
-            raise StudyError(f"the pilot of {name} answered no problem ({errors}); fix the "
-                             "cause and rerun")  # fmt: skip
+            raise StudyError(
+                f"the pilot of {name} answered no problem ({errors}); fix the cause and rerun"
+            )
         return sum(answered) / len(answered)
 
     def arms(self, widths: dict[str, WidthChoice]) -> list[Arm]:
@@ -277,8 +300,14 @@ class Study:
         chosen width."""
         problems = self.problems()[0]
         return [
-            self._arm(f"{name}/seed-{seed}", name, seed, self.folder(name, seed), problems,
-                      widths[name].width if name in widths else None)  # fmt: skip
+            self._arm(
+                f"{name}/seed-{seed}",
+                name,
+                seed,
+                self.folder(name, seed),
+                problems,
+                widths[name].width if name in widths else None,
+            )
             for seed in self.file.seeds
             for name in self.conditions
         ]
@@ -299,8 +328,9 @@ class Study:
             "max_concurrency": self.file.max_concurrency,
             "widths": {name: choice.record() for name, choice in pilot.widths.items()},
             "plans": {
-                name: self.plan(name, seed, pilot.widths[name].width if name in pilot.widths
-                                else None).record()  # fmt: skip
+                name: self.plan(
+                    name, seed, pilot.widths[name].width if name in pilot.widths else None
+                ).record()
                 for name in self.conditions
             },
         }
@@ -308,12 +338,9 @@ class Study:
         (self.out_dir / DESIGN).write_text(json.dumps(design, indent=2), encoding="utf-8")
         return design
 
-    def run(self) -> dict[str, Any]:
-        """Pilot, then every arm, then the report (``report.md``, ``report.json`` and the
-        plots in the folder); returns the report."""
-        from tmas.eval.study_report import write_report
-
+    def run(self) -> tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]:
+        """Pilot, then every arm: the design (``design.json``) and the rows per arm label, by
+        problem id (:func:`tmas.eval.study_report.report_study` writes the report)."""
         pilot = self.pilot()
         design = self.write_design(pilot)
-        rows = self.run_arms(self.arms(pilot.widths))
-        return write_report(self, design, rows)
+        return design, self.run_arms(self.arms(pilot.widths))

@@ -99,6 +99,7 @@ class SelfConsistency(_Strict):
     graph: str = "majority_vote"
     settings: dict[str, Any] = Field(default_factory=dict)
     pilot_width: int = Field(4, ge=1, le=256)
+    max_width: int = Field(64, ge=1, le=256)
 
     def condition(self) -> Condition:
         """The condition it adds.
@@ -107,8 +108,11 @@ class SelfConsistency(_Strict):
             >>> SelfConsistency(pilot_width=2).condition().match_tokens.pilot_widths
             [2]
         """
-        return Condition(graph=self.graph, settings=self.settings,
-                         match_tokens=WidthMatch(pilot_widths=[self.pilot_width]))  # fmt: skip
+        return Condition(
+            graph=self.graph,
+            settings=self.settings,
+            match_tokens=WidthMatch(pilot_widths=[self.pilot_width], max_width=self.max_width),
+        )
 
 
 class Pilot(_Strict):
@@ -156,17 +160,23 @@ class StudyFile(_Strict):
         if not self.conditions:
             raise ValueError("conditions: name at least one")
         if self.reference not in self.conditions:
-            raise ValueError(f"reference {self.reference!r} is not one of the conditions "
-                             f"({', '.join(self.conditions)})")  # fmt: skip
+            raise ValueError(
+                f"reference {self.reference!r} is not one of the conditions "
+                f"({', '.join(self.conditions)})"
+            )
         if self.self_consistency is not None and SELF_CONSISTENCY in self.conditions:
-            raise ValueError(f"a condition is named {SELF_CONSISTENCY!r}: rename it, or set "
-                             "self_consistency: false to leave the added control out")  # fmt: skip
+            raise ValueError(
+                f"a condition is named {SELF_CONSISTENCY!r}: rename it, or set "
+                "self_consistency: false to leave the added control out"
+            )
         if self.conditions[self.reference].match_tokens is not None:
             raise ValueError("the reference sets the token budget: it cannot match_tokens")
         bad = [n for n in self.conditions if not n.replace("-", "").replace("_", "").isalnum()]
         if bad:
-            raise ValueError(f"condition names are folder names: letters, digits, - and _ "
-                             f"only ({', '.join(bad)})")  # fmt: skip
+            raise ValueError(
+                f"condition names are folder names: letters, digits, - and _ "
+                f"only ({', '.join(bad)})"
+            )
         return self
 
     def all_conditions(self) -> dict[str, Condition]:

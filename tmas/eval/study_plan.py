@@ -21,8 +21,9 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-def condition_estimate(rows: list[dict[str, Any]], tokens: float | None,
-                       runs: int) -> dict[str, float]:  # fmt: skip
+def condition_estimate(
+    rows: list[dict[str, Any]], tokens: float | None, runs: int
+) -> dict[str, float]:
     """Estimated tokens and wall of ``runs`` problem runs from pilot ``rows``; ``tokens``
     (a matched condition's modelled tokens per problem) scales the pilot's wall per token.
 
@@ -38,12 +39,20 @@ def condition_estimate(rows: list[dict[str, Any]], tokens: float | None,
     if tokens is not None and pilot_tokens:
         wall *= tokens / pilot_tokens
     per_problem = pilot_tokens if tokens is None else tokens
-    return {"tokens_per_problem": per_problem, "wall_s_per_problem": wall,
-            "tokens": per_problem * runs, "wall_s": wall * runs}  # fmt: skip
+    return {
+        "tokens_per_problem": per_problem,
+        "wall_s_per_problem": wall,
+        "tokens": per_problem * runs,
+        "wall_s": wall * runs,
+    }
 
 
-def power_estimate(reference: list[dict[str, Any]], other: list[dict[str, Any]],
-                   problems: int, effect: float | None) -> dict[str, Any]:  # fmt: skip
+def power_estimate(
+    reference: list[dict[str, Any]],
+    other: list[dict[str, Any]],
+    problems: int,
+    effect: float | None,
+) -> dict[str, Any]:
     """The paired comparison's expected precision at ``problems`` problems, from the pilot's
     agreement between the two on the same problems.
 
@@ -54,7 +63,9 @@ def power_estimate(reference: list[dict[str, Any]], other: list[dict[str, Any]],
         >>> e["discordant"], round(e["half_width"], 3), e["tells_effect"]
         (0.4, 0.124, False)
     """
-    pairs = [(bool(a["correct"]), bool(b["correct"])) for a, b in zip(reference, other, strict=True)]
+    pairs = [
+        (bool(a["correct"]), bool(b["correct"])) for a, b in zip(reference, other, strict=True)
+    ]
     share = discordant_share(pairs)
     estimate: dict[str, Any] = {
         "pilot_problems": len(pairs),
@@ -119,7 +130,9 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
     ]
     for name, c in plan["conditions"].items():
         matched = c.get("matched")
-        width = f", width {matched['width']} ({100 * matched['mismatch']:+.1f}% tokens)" if matched else ""
+        width = ""
+        if matched:
+            width = f", width {matched['width']} ({100 * matched['mismatch']:+.1f}% tokens)"
         lines.append(
             f"  {name}{width}: pilot accuracy {100 * c['pilot_accuracy']:.0f}%, "
             f"{c['tokens_per_problem']:,.0f} tokens and {c['wall_s_per_problem']:.1f} s per "
@@ -127,17 +140,21 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
         )
         power = c.get("power")
         if power:
-            line = (f"    vs reference: expected 95% interval +/-{100 * power['half_width']:.1f} "
-                    f"points; detects {100 * power['detectable']:.1f} points with 80% power "
-                    f"(pilot disagreement {power['discordant']:.2f}, smoothed)")  # fmt: skip
+            line = (
+                f"    vs reference: expected 95% interval +/-{100 * power['half_width']:.1f} "
+                f"points; detects {100 * power['detectable']:.1f} points with 80% power "
+                f"(pilot disagreement {power['discordant']:.2f}, smoothed)"
+            )
             lines.append(line)
             if "tells_effect" in power and not power["tells_effect"]:
                 lines.append(
                     f"    TOO SMALL to tell {100 * plan['effect']:.0f} points: that needs about "
                     f"{power['problems_for_effect']} problems"
                 )
-    lines.append(f"estimated wall in all: {plan['total_wall_s'] / 3600:.2f} hours (on this "
-                 "machine, from the pilot)")  # fmt: skip
+    lines.append(
+        f"estimated wall in all: {plan['total_wall_s'] / 3600:.2f} hours (on this "
+        "machine, from the pilot)"
+    )
     return lines
 
 

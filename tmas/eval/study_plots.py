@@ -22,11 +22,19 @@ def write_study_plots(report: dict[str, Any], out_dir: Path) -> list[Path]:
     for name, c in conditions.items():
         accuracy = 100 * c["accuracy"]
         low, high = (100 * v for v in c["accuracy_interval"])
-        axes.errorbar(c["mean_tokens"] or 0.0, accuracy,
-                      yerr=[[accuracy - low], [high - accuracy]], fmt="o", capsize=4,
-                      label=f"{name} ({c['graph']})")  # fmt: skip
-    axes.set(xlabel="mean tokens per problem", ylabel="accuracy (%)",
-             title=f"{report['name']}: accuracy vs tokens ({report['problems']} problems)")  # fmt: skip
+        axes.errorbar(
+            c["mean_tokens"] or 0.0,
+            accuracy,
+            yerr=[[accuracy - low], [high - accuracy]],
+            fmt="o",
+            capsize=4,
+            label=f"{name} ({c['graph']})",
+        )
+    axes.set(
+        xlabel="mean tokens per problem",
+        ylabel="accuracy (%)",
+        title=f"{report['name']}: accuracy vs tokens ({report['problems']} problems)",
+    )
     axes.legend(fontsize=8)
     paths = [out_dir / PARETO]
     figure.savefig(paths[0], dpi=120, bbox_inches="tight")

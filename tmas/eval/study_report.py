@@ -9,14 +9,12 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tmas.eval.intervals import bootstrap_mean, paired_seed_difference
 from tmas.eval.results import ANSWERED, per_iteration
+from tmas.eval.study import Study
 from tmas.eval.study_plots import write_study_plots
-
-if TYPE_CHECKING:
-    from tmas.eval.study import Study
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
 
@@ -25,8 +23,9 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def condition_summary(rows: list[dict[str, Any]], problem_ids: list[str],
-                      seeds: list[int]) -> dict[str, Any]:  # fmt: skip
+def condition_summary(
+    rows: list[dict[str, Any]], problem_ids: list[str], seeds: list[int]
+) -> dict[str, Any]:
     """One condition's figures from its rows (in seed-major order, one per problem and seed):
     accuracy over every problem (a failed one counts as wrong) with its interval, and means
     per problem.
@@ -50,7 +49,9 @@ def condition_summary(rows: list[dict[str, Any]], problem_ids: list[str],
         "mean_calls": _mean([float(r["llm_calls"]) for r in rows]),
         "mean_wall_s": _mean([float(r["wall_s"] or 0.0) for r in rows]),
         "failed": sum(1 for r in rows if r["status"] == "failed"),
-        "pass_at_1_per_iteration": per_iteration([r for r in rows if r["status"] in ANSWERED], "pass_at_1"),
+        "pass_at_1_per_iteration": per_iteration(
+            [r for r in rows if r["status"] in ANSWERED], "pass_at_1"
+        ),
     }
 
 
@@ -63,8 +64,9 @@ def _settings_text(settings: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in settings.items()) or "its defaults"
 
 
-def build_report(study: Study, design: dict[str, Any],
-                 rows: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
+def build_report(
+    study: Study, design: dict[str, Any], rows: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
     """The report's figures (what ``report.json`` holds)."""
     problem_ids, seeds = design["problem_ids"], study.file.seeds
     reference = study.file.reference
@@ -73,10 +75,16 @@ def build_report(study: Study, design: dict[str, Any],
         ordered = [rows[f"{name}/seed-{s}"][p] for s in seeds for p in problem_ids]
         summary = condition_summary(ordered, problem_ids, seeds)
         width = design["widths"].get(name)
-        settings = {**condition.settings,
-                    **(condition.match_tokens.settings(width["width"]) if width else {})}  # fmt: skip
-        conditions[name] = {"graph": study.topology(name).name, "settings": settings,
-                            "matched": width, **summary}  # fmt: skip
+        settings = {
+            **condition.settings,
+            **(condition.match_tokens.settings(width["width"]) if width else {}),
+        }
+        conditions[name] = {
+            "graph": study.topology(name).name,
+            "settings": settings,
+            "matched": width,
+            **summary,
+        }
     ref = conditions[reference]
     for name, figures in conditions.items():
         figures["tokens_vs_reference"] = (
@@ -119,16 +127,21 @@ def matched_line(name: str, figures: dict[str, Any], tolerance: float) -> str:
     """What matching gave a condition, planned and realised.
 
     Example:
-        >>> matched_line("sc", {"matched": {"width": 8, "modelled_tokens": 990.0,
+        >>> line = matched_line("sc", {"matched": {"width": 8, "modelled_tokens": 990.0,
         ...     "target_tokens": 1000.0, "mismatch": -0.01}, "tokens_vs_reference": 1.2}, 0.1)
-        'sc: width 8 from the pilot (modelled 990 tokens vs 1,000, -1.0%); realised x1.20 the reference tokens: NOT within 10%'
+        >>> for part in line.split("; "):
+        ...     print(part)
+        sc: width 8 from the pilot (modelled 990 tokens vs 1,000, -1.0%)
+        realised x1.20 the reference tokens: NOT within 10%
     """
     m, ratio = figures["matched"], figures["tokens_vs_reference"]
     within = ratio is not None and abs(ratio - 1.0) <= tolerance
     verdict = f"within {tolerance:.0%}" if within else f"NOT within {tolerance:.0%}"
-    return (f"{name}: width {m['width']} from the pilot (modelled {m['modelled_tokens']:,.0f} "
-            f"tokens vs {m['target_tokens']:,.0f}, {100 * m['mismatch']:+.1f}%); realised "
-            f"x{ratio:.2f} the reference tokens: {verdict}")  # fmt: skip
+    return (
+        f"{name}: width {m['width']} from the pilot (modelled {m['modelled_tokens']:,.0f} "
+        f"tokens vs {m['target_tokens']:,.0f}, {100 * m['mismatch']:+.1f}%); realised "
+        f"x{ratio:.2f} the reference tokens: {verdict}"
+    )
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -158,7 +171,9 @@ def report_markdown(report: dict[str, Any]) -> str:
     ]
     for name, c in report["conditions"].items():
         diff = c.get("difference")
-        shown = "-" if diff is None else f"{100 * diff['value']:+.1f} {_interval(diff['interval'], True)}"
+        shown = "-"
+        if diff is not None:
+            shown = f"{100 * diff['value']:+.1f} {_interval(diff['interval'], True)}"
         ratio = c["tokens_vs_reference"]
         lines.append(
             f"| {name} | {c['graph']} | {_settings_text(c['settings'])} | {_pct(c['accuracy'])} "
@@ -166,19 +181,27 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"{'-' if ratio is None else f'{ratio:.2f}'} | {c['mean_calls'] or 0:.1f} | "
             f"{c['mean_wall_s'] or 0:.1f} | {c['failed']} |"
         )
-    matched = [matched_line(n, c, report["tolerance"])
-               for n, c in report["conditions"].items() if c.get("matched")]  # fmt: skip
+    matched = [
+        matched_line(n, c, report["tolerance"])
+        for n, c in report["conditions"].items()
+        if c.get("matched")
+    ]
     if matched:
         lines += ["", "Matched compute:", *(f"- {line}" for line in matched)]
-    lines += ["", "Besides the thing compared, conditions differ only in the settings shown; "
-              "engine, model, problems, seeds and concurrency are shared.",
-              "", "Plots: `pareto.png` (accuracy vs tokens, 95% interval bars), "
-              "`iterations.png` (Pass@1 per iteration)."]  # fmt: skip
+    lines += [
+        "",
+        "Besides the thing compared, conditions differ only in the settings shown; "
+        "engine, model, problems, seeds and concurrency are shared.",
+        "",
+        "Plots: `pareto.png` (accuracy vs tokens, 95% interval bars), "
+        "`iterations.png` (Pass@1 per iteration).",
+    ]
     return "\n".join(lines) + "\n"
 
 
-def write_report(study: Study, design: dict[str, Any],
-                 rows: dict[str, dict[str, dict[str, Any]]]) -> dict[str, Any]:  # fmt: skip
+def write_report(
+    study: Study, design: dict[str, Any], rows: dict[str, dict[str, dict[str, Any]]]
+) -> dict[str, Any]:
     """Write ``report.json``, ``report.md`` and the plots into the study's folder."""
     report = build_report(study, design, rows)
     out: Path = study.out_dir
@@ -186,6 +209,13 @@ def write_report(study: Study, design: dict[str, Any],
     (out / REPORT_MD).write_text(report_markdown(report), encoding="utf-8")
     report["plots"] = [str(p) for p in write_study_plots(report, out)]
     return report
+
+
+def report_study(study: Study) -> dict[str, Any]:
+    """Run the study (:meth:`tmas.eval.study.Study.run`) and write its report; the report,
+    with the paths of its plots."""
+    design, rows = study.run()
+    return write_report(study, design, rows)
 
 
 def read_report(folder: Path) -> str | None:
