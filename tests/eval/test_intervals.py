@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from tmas.eval.intervals import paired_difference
+from tmas.eval.intervals import bootstrap_mean, paired_difference, paired_seed_difference
 
 
 def test_a_clear_gain_excludes_zero_and_no_gain_includes_it() -> None:
@@ -39,3 +39,24 @@ def test_identical_scores_give_a_zero_width_interval_and_unpaired_are_refused() 
         paired_difference([1, 0], [1])
     with pytest.raises(ValueError):
         paired_difference([], [])
+
+
+def test_the_two_level_interval_covers_seed_variation_that_problem_means_hide() -> None:
+    """Every problem right at one seed and wrong at the other: resampling problems alone sees
+    20 identical means (a zero-width interval); resampling each drawn problem's seeds too does
+    not pretend the seeds agreed."""
+    table = [[1, 0]] * 20
+    mean, low, high = bootstrap_mean(table, draws=4000)
+    assert mean == 0.5 and low < 0.4 and high > 0.6
+    means_only = bootstrap_mean([[sum(row) / 2] for row in table], draws=4000)
+    assert means_only == (0.5, 0.5, 0.5)
+
+
+def test_paired_seed_differences_pair_by_problem_and_seed() -> None:
+    baseline = [[0, 0], [1, 1], [0, 1]]
+    treated = [[1, 1], [1, 1], [0, 1]]
+    result = paired_seed_difference(baseline, treated, draws=4000)
+    assert result.difference == pytest.approx(1 / 3) and result.problems == 3
+    assert result.low >= 0.0 and result.high <= 1.0
+    with pytest.raises(ValueError, match="problem 2: 2 and 1 seeds"):
+        paired_seed_difference(baseline, [[1, 1], [1], [0, 1]])

@@ -37,7 +37,7 @@ def study_document(**changes: Any) -> dict[str, Any]:
 
 def write_study(folder: Path, document: dict[str, Any]) -> Path:
     path = folder / "study.yaml"
-    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
     return path
 
 
@@ -64,7 +64,12 @@ def run_study(home: Path, path: Path, out: Path, server: FakeOpenAIServer, *extr
 def test_a_study_matches_self_consistency_to_the_reference_and_reports_paired_intervals(
     tmp_path: Path, server: FakeOpenAIServer
 ) -> None:
-    path = write_study(tmp_path, study_document())
+    document = study_document()
+    document["conditions"]["pacore"] = {
+        "graph": "pacore",
+        "match_tokens": {"setting": "round_widths", "shape": ["w", "w", 1], "pilot_widths": [1, 2]},
+    }
+    path = write_study(tmp_path, document)
     out = tmp_path / "out"
     planned = run_study(tmp_path, path, out, server, "--plan")
     assert planned.exit_code == 0, planned.output
@@ -79,11 +84,16 @@ def test_a_study_matches_self_consistency_to_the_reference_and_reports_paired_in
     assert ran.exit_code == 0, ran.output
     report = json.loads((out / "report.json").read_text())
     conditions = report["conditions"]
-    assert list(conditions) == ["tmas", "rsa", "self_consistency"]
+    assert list(conditions) == ["tmas", "rsa", "pacore", "self_consistency"]
     sc = conditions["self_consistency"]
     assert sc["settings"] == {"n_candidates": width}
     assert abs(sc["tokens_vs_reference"] - 1.0) <= 0.10, sc["tokens_vs_reference"]
-    for name in ("rsa", "self_consistency"):
+    # PaCoRe's tokens grow with the square of its width: the fit through widths 1 and 2 still
+    # lands a wider one within 10%
+    pacore = conditions["pacore"]
+    assert pacore["matched"]["width"] > 2, pacore["matched"]
+    assert abs(pacore["tokens_vs_reference"] - 1.0) <= 0.10, pacore["tokens_vs_reference"]
+    for name in ("rsa", "pacore", "self_consistency"):
         low, high = conditions[name]["difference"]["interval"]
         assert low <= conditions[name]["difference"]["value"] <= high
     assert "difference" not in conditions["tmas"]
