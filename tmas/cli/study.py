@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from tmas.cli.common import err, error_line, fail, out
-from tmas.cli.inputs import parse_pairs, parse_value
+from tmas.cli.inputs import parse_pairs
 from tmas.eval.evaluation import EvaluationStopped
 from tmas.llm.model_files import ModelFileError
 from tmas.storage import StorageError
@@ -38,6 +38,22 @@ class StudyProgress:
         )
 
 
+def study_value(text: str) -> Any:
+    """A ``--set`` value as YAML (so as JSON too): ``3``, ``[w, w, 1]``, ``{kind: openai}``;
+    text that is not YAML stays text.
+
+    Example:
+        >>> study_value("{kind: openai, model: m}"), study_value("12"), study_value("a: b: c")
+        ({'kind': 'openai', 'model': 'm'}, 12, 'a: b: c')
+    """
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+
+
 def study(
     study_file: Annotated[Path, typer.Argument(help="the study YAML", metavar="STUDY.yaml")],
     out_dir: Annotated[Path, typer.Option("--out", help="the study's folder (resumable)")],
@@ -59,7 +75,7 @@ def study(
     from tmas.eval.study_report import report_study
 
     try:
-        overrides = {key: parse_value(value) for key, value in parse_pairs(set_values or [])}
+        overrides = {key: study_value(value) for key, value in parse_pairs(set_values or [])}
         spec = load_study(study_file, overrides, toy=toy)
         command = [
             "tmas",

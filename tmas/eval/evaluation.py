@@ -214,14 +214,18 @@ class Evaluation:
         self._append(row)
         return row
 
+    def mark_stopped(self, error: str) -> None:
+        """Record in the folder's identity that the evaluation stopped on ``error`` (a fatal
+        model error), so a rerun may correct the model settings the error names."""
+        write_identity(self.out_dir, {**self.identity(), "stopped": error})
+
     def finish(self, rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
         """Write the results (in problem order) and the summary from each problem's row
         (``rows`` by problem id), or raise ``EvaluationStopped`` when a row says a problem
         failed for a reason no retry can fix: the second half of :meth:`run`."""
-        identity = self.identity()
         fatal = [row for row in rows.values() if row.get("fatal")]
         if fatal:
-            write_identity(self.out_dir, {**identity, "stopped": fatal[0]["error"]})
+            self.mark_stopped(fatal[0]["error"])
             waiting = len(self.problems) - len(rows)
             raise EvaluationStopped(
                 f"evaluation stopped: {fatal[0]['error']}; fix the cause and rerun the same "
@@ -238,7 +242,7 @@ class Evaluation:
             "config": self.plan.config.model_dump(mode="json"),
             "backend": self.plan.backend.describe(),
             **summarize(ordered),
-            "identity": identity,
+            "identity": self.identity(),
         }
         (self.out_dir / SUMMARY).write_text(json.dumps(summary, indent=2), encoding="utf-8")
         return summary

@@ -214,14 +214,22 @@ class Study:
         return self.out_dir / "conditions" / name / f"seed-{seed}"
 
     # running -------------------------------------------------------------------------
-    def run_arms(self, arms: list[Arm]) -> dict[str, dict[str, dict[str, Any]]]:
-        """Prepare every arm's evaluation, solve their problems interleaved, ``concurrency``
-        at once, and finish each; the rows per arm label, by problem id. Stops starting
-        problems after one failed for a reason no retry fixes (``EvaluationStopped``)."""
+    def prepare(self, arms: list[Arm]) -> dict[str, list[ProblemJob]]:
+        """Every arm's jobs, by label; refuses (``EvaluationMismatch``) a folder whose saved
+        results were made with other settings, before anything runs."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        jobs = {arm.label: arm.evaluation.prepare() for arm in arms}
+        return {arm.label: arm.evaluation.prepare() for arm in arms}
+
+    def solve_arms(
+        self, arms: list[Arm], jobs: dict[str, list[ProblemJob]], *, finish: bool = True
+    ) -> dict[str, dict[str, dict[str, Any]]]:
+        """Solve the arms' problems interleaved, ``concurrency`` at once, and (``finish``)
+        write each arm's results and summary; the rows per arm label, by problem id. Stops
+        starting problems after one failed for a reason no retry fixes: every arm's folder
+        then records the stop, so a rerun may correct the model settings
+        (``EvaluationStopped``). Interrupted, it starts no further problem."""
         rows: dict[str, dict[str, dict[str, Any]]] = {arm.label: {} for arm in arms}
-        stop, lock = threading.Event(), threading.Lock()
+        stop = threading.Event()
 
         def solve(arm: Arm, job: ProblemJob) -> tuple[Arm, dict[str, Any] | None]:
             if stop.is_set():
@@ -231,23 +239,30 @@ class Study:
                 stop.set()
             return arm, row
 
-        with ThreadPoolExecutor(max_workers=self.file.concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=self.file.concurrency)
+        try:
             futures = [pool.submit(solve, arm, job) for arm, job in interleaved(arms, jobs)]
             for future in as_completed(futures):
                 arm, row = future.result()
-                if row is None:
-                    continue
-                with lock:
+                if row is not None:
                     rows[arm.label][row["id"]] = row
-                if self.on_row is not None:
-                    self.on_row(arm.label, row)
+                    if self.on_row is not None:
+                        self.on_row(arm.label, row)
+        except BaseException:  # Ctrl-C included: start nothing more; saved runs resume
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
         fatal = [r for arm_rows in rows.values() for r in arm_rows.values() if r.get("fatal")]
         if fatal:
+            for arm in arms:
+                arm.evaluation.mark_stopped(fatal[0]["error"])
             raise EvaluationStopped(
                 f"study stopped: {fatal[0]['error']}; fix the cause and rerun the same command "
-                "(every saved run resumes)"
+                "(a corrected backend or role model is accepted while no problem has finished; "
+                "every saved run resumes)"
             )
-        for arm in arms:
+        for arm in arms if finish else ():
             arm.evaluation.finish(rows[arm.label])
         return rows
 
@@ -268,7 +283,7 @@ class Study:
             for width in condition.match_tokens.pilot_widths:
                 folder = self.out_dir / "pilot" / f"{name}-w{width}"
                 arms.append(self._arm(f"{name}@{width}", name, seed, folder, problems, width))
-        rows = self.run_arms(arms)
+        rows = self.solve_arms(arms, self.prepare(arms), finish=False)
         result = PilotResult()
         for arm in arms:
             ordered = [rows[arm.label][p.id] for p in problems]
@@ -287,13 +302,12 @@ class Study:
 
     @staticmethod
     def _mean_tokens(rows: list[dict[str, Any]], name: str) -> float:
-        answered = [tokens_of(r) for r in rows if r["status"] in ANSWERED]
-        if not answered:
+        if not any(r["status"] in ANSWERED for r in rows):
             errors = "; ".join(sorted({str(r.get("error")) for r in rows}))[:300]
             raise StudyError(
                 f"the pilot of {name} answered no problem ({errors}); fix the cause and rerun"
             )
-        return sum(answered) / len(answered)
+        return sum(tokens_of(r) for r in rows) / len(rows)  # spent, as the report counts
 
     def arms(self, widths: dict[str, WidthChoice]) -> list[Arm]:
         """Every condition at every seed over all the study's problems, matched ones at their
@@ -312,13 +326,31 @@ class Study:
             for name in self.conditions
         ]
 
-    def write_design(self, pilot: PilotResult) -> dict[str, Any]:
+    def saved_widths(self) -> dict[str, WidthChoice] | None:
+        """The matched widths of the design this folder recorded for the same study file (a
+        rerun keeps them, whatever a resumed pilot run would now say), else None."""
+        path = self.out_dir / DESIGN
+        try:
+            design = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        if design.get("study") != self._document():
+            return None
+        return {
+            name: WidthChoice(m["width"], m["modelled_tokens"], m["target_tokens"])
+            for name, m in design.get("widths", {}).items()
+        }
+
+    def _document(self) -> dict[str, Any]:
+        return self.file.model_dump(mode="json", exclude={"toy"})
+
+    def write_design(self, widths: dict[str, WidthChoice]) -> dict[str, Any]:
         """Record what the study resolved (``design.json``): problems, deduplication, plans'
         settings, matched widths, engine and concurrency."""
         problems, overlap = self.problems()
         seed = self.file.seeds[0]
         design = {
-            "study": self.file.model_dump(mode="json", exclude={"toy"}),
+            "study": self._document(),
             "command": self.command,
             "problem_ids": [p.id for p in problems],
             "deduplication": overlap.record(),
@@ -326,11 +358,9 @@ class Study:
             "backend": self.backend.model_dump(mode="json"),
             "concurrency": self.file.concurrency,
             "max_concurrency": self.file.max_concurrency,
-            "widths": {name: choice.record() for name, choice in pilot.widths.items()},
+            "widths": {name: choice.record() for name, choice in widths.items()},
             "plans": {
-                name: self.plan(
-                    name, seed, pilot.widths[name].width if name in pilot.widths else None
-                ).record()
+                name: self.plan(name, seed, widths[name].width if name in widths else None).record()
                 for name in self.conditions
             },
         }
@@ -339,8 +369,14 @@ class Study:
         return design
 
     def run(self) -> tuple[dict[str, Any], dict[str, dict[str, dict[str, Any]]]]:
-        """Pilot, then every arm: the design (``design.json``) and the rows per arm label, by
-        problem id (:func:`tmas.eval.study_report.report_study` writes the report)."""
-        pilot = self.pilot()
-        design = self.write_design(pilot)
-        return design, self.run_arms(self.arms(pilot.widths))
+        """The pilot (unless this folder's design already fixed the matched widths), then
+        every arm: the design (``design.json``, written once every folder accepted its
+        condition) and the rows per arm label, by problem id
+        (:func:`tmas.eval.study_report.report_study` writes the report)."""
+        widths = self.saved_widths()
+        if widths is None:
+            widths = self.pilot().widths
+        arms = self.arms(widths)
+        jobs = self.prepare(arms)
+        design = self.write_design(widths)
+        return design, self.solve_arms(arms, jobs)

@@ -55,6 +55,13 @@ class WidthMatch(_Strict):
     pilot_widths: list[int] = Field(default_factory=lambda: [4])
     max_width: int = Field(64, ge=1, le=256)
 
+    @field_validator("shape")
+    @classmethod
+    def _shape(cls, value: list[int | str]) -> list[int | str]:
+        if "w" not in value or any(part != "w" and part < 1 for part in value):
+            raise ValueError("shape: rounds as widths of at least 1, with w where the width goes")
+        return value
+
     @field_validator("pilot_widths")
     @classmethod
     def _widths(cls, value: list[int]) -> list[int]:
@@ -210,6 +217,8 @@ def with_overrides(document: dict[str, Any], overrides: dict[str, Any]) -> dict[
         >>> with_overrides({"a": {"b": 1}}, {"a.c": 2, "d": 3})
         {'a': {'b': 1, 'c': 2}, 'd': 3}
     """
+    if not isinstance(overrides, dict) or not all(isinstance(k, str) for k in overrides):
+        raise StudyError("overrides (toy:, --set) are a mapping of dotted keys to values")
     result = copy.deepcopy(document)
     for dotted, value in overrides.items():
         keys, place = dotted.split("."), result

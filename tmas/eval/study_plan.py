@@ -91,13 +91,14 @@ def build_plan(study: Study, pilot: PilotResult) -> dict[str, Any]:
             rows = pilot.rows[name]
         else:  # the pilot width nearest the chosen one stands for it
             by_width = pilot.width_rows[name]
-            rows = by_width[min(by_width, key=lambda w: abs(w - chosen.width))]
+            rows_width = min(by_width, key=lambda w: abs(w - chosen.width))
+            rows = by_width[rows_width]
         figures: dict[str, Any] = {
             "pilot_accuracy": _mean([float(bool(r["correct"])) for r in rows]),
             **condition_estimate(rows, chosen.tokens if chosen else None, runs),
         }
         if chosen is not None:
-            figures["matched"] = chosen.record()
+            figures["matched"] = {**chosen.record(), "pilot_width": rows_width}
         if name != study.file.reference:
             figures["power"] = power_estimate(reference, rows, problems, study.file.effect)
         conditions[name] = figures
@@ -143,7 +144,8 @@ def plan_lines(plan: dict[str, Any]) -> list[str]:
             line = (
                 f"    vs reference: expected 95% interval +/-{100 * power['half_width']:.1f} "
                 f"points; detects {100 * power['detectable']:.1f} points with 80% power "
-                f"(pilot disagreement {power['discordant']:.2f}, smoothed)"
+                f"(pilot disagreement {power['discordant']:.2f}, smoothed"
+                + (f"; from the pilot at width {matched['pilot_width']})" if matched else ")")
             )
             lines.append(line)
             if "tells_effect" in power and not power["tells_effect"]:

@@ -79,6 +79,12 @@ def build_report(
             **condition.settings,
             **(condition.match_tokens.settings(width["width"]) if width else {}),
         }
+        if condition.roles:
+            settings["roles"] = condition.roles
+        if condition.prompts:
+            settings["prompts"] = condition.prompts
+        if condition.plugins:
+            settings["plugins"] = condition.plugins
         conditions[name] = {
             "graph": study.topology(name).name,
             "settings": settings,
