@@ -255,3 +255,79 @@ def test_the_shipped_cpu_study_runs_at_toy_size_on_the_embedded_model(tmp_path: 
     for name, figures in conditions.items():
         assert figures["mean_tokens"] > 0 and figures["failed"] == 0, name
     assert conditions["self_consistency"]["matched"]["width"] >= 1
+
+
+def test_a_rerun_keeps_every_results_row_and_its_wall_time(
+    tmp_path: Path, server: FakeOpenAIServer
+) -> None:
+    document = study_document(pilot={"problems": 1})
+    path, out = write_study(tmp_path, document), tmp_path / "out"
+    assert run_study(tmp_path, path, out, server).exit_code == 0
+    results = out / "conditions" / "tmas" / "seed-0" / "results.jsonl"
+    walls = [json.loads(line)["wall_s"] for line in results.read_text().splitlines()]
+    design = (out / "design.json").read_text()
+    assert run_study(tmp_path, path, out, server).exit_code == 0
+    again = [json.loads(line)["wall_s"] for line in results.read_text().splitlines()]
+    assert again == walls and len(walls) == 3 and None not in walls
+    assert (out / "design.json").read_text() == design
+
+
+def test_a_study_stopped_by_an_unknown_model_accepts_the_corrected_model(
+    tmp_path: Path,
+) -> None:
+    document = study_document(self_consistency=False, pilot={"problems": 1})
+    with FakeOpenAIServer(served_models=("scripted",)) as server:
+        path, out = write_study(tmp_path, document), tmp_path / "out"
+        wrong = run_study(tmp_path, path, out, server, "--set", "backend.model=wrong")
+        assert wrong.exit_code == 1 and "study stopped" in one_line(wrong.output)
+        fixed = run_study(tmp_path, path, out, server)
+        assert fixed.exit_code == 0, fixed.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["engine"].startswith("openai:scripted")
+
+
+@pytest.mark.parametrize(
+    ("changes", "extra", "message"),
+    [
+        ({"toy": [1]}, ("--toy",), "overrides (toy:, --set) are a mapping"),
+        (
+            {
+                "conditions": {"tmas": {"match_tokens": {"shape": [0, 2]}}, "r": {}},
+                "reference": "r",
+            },
+            (),
+            "shape: rounds as widths of at least 1, with w",
+        ),
+        ({}, ("--set", "backend=[1]"), "backend: Input should be a valid dictionary"),
+    ],
+)
+def test_bad_overrides_and_shapes_are_refused(
+    tmp_path: Path, changes: dict[str, Any], extra: tuple[str, ...], message: str
+) -> None:
+    path = write_study(tmp_path, study_document(**changes))
+    result = invoke(tmp_path, "study", str(path), "--out", str(tmp_path / "o"), *extra)
+    assert result.exit_code == 2, result.output
+    assert message in one_line(result.output)
+
+
+def test_study_settings_on_the_command_line_are_yaml(tmp_path: Path, server: FakeOpenAIServer):
+    document = study_document(
+        backend={"kind": "llamacpp"},
+        self_consistency=False,
+        pilot={"problems": 1},
+        problems={"data": "gsm8k", "limit": 1},
+    )
+    path = write_study(tmp_path, document)
+    backend = f"{{kind: openai, model: scripted, base_url: '{server.base_url}'}}"
+    result = invoke(
+        tmp_path,
+        "study",
+        str(path),
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+        "--set",
+        f"backend={backend}",
+    )
+    assert result.exit_code == 0, result.output
+    assert "Engine (all conditions): openai:scripted" in one_line(result.output)
