@@ -172,6 +172,8 @@ class Study:
                 f"condition {name}: seeds are the study's (seeds: [...]), not a condition's setting"
             )
         layers: list[dict[str, Any]] = [condition.settings]
+        if self.file.problems.proof:  # graded against reference proofs, as tmas eval --proof
+            layers.insert(0, {"proof": True})
         if condition.roles:
             layers.insert(0, {"roles": condition.roles})
         if width is not None and condition.match_tokens is not None:

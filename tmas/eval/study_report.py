@@ -154,14 +154,16 @@ def report_markdown(report: dict[str, Any]) -> str:
     """The report as a markdown page: the command, the design, one table, the matching."""
     dedupe = report["deduplication"]
     against = ", ".join(report["dedupe_against"]) or "no training file"
+    seed = report["shuffle_seed"]
+    order = "in file order" if seed is None else f"shuffled with seed {seed}"
     lines = [
         f"# Study: {report['name']}",
         "",
         *([report["description"].strip(), ""] if report["description"] else []),
         f"Command: `{report['command']}`",
         "",
-        f"- Problems: {report['problems']} from `{report['data']}` (shuffle seed "
-        f"{report['shuffle_seed']}); deduplicated against {against}: {dedupe['exact']} exact, "
+        f"- Problems: {report['problems']} from `{report['data']}` ({order}); deduplicated "
+        f"against {against}: {dedupe['exact']} exact, "
         f"{dedupe['normalised']} normalised and {dedupe['near']} near copies left out.",
         f"- Seeds: {report['seeds']}; reference: **{report['reference']}**.",
         f"- Engine (all conditions): {report['engine']}; problems at once: "
