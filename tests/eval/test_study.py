@@ -94,8 +94,10 @@ def test_a_study_matches_self_consistency_to_the_reference_and_reports_paired_in
     assert pacore["matched"]["width"] > 2, pacore["matched"]
     assert abs(pacore["tokens_vs_reference"] - 1.0) <= 0.10, pacore["tokens_vs_reference"]
     for name in ("rsa", "pacore", "self_consistency"):
-        low, high = conditions[name]["difference"]["interval"]
-        assert low <= conditions[name]["difference"]["value"] <= high
+        diff = conditions[name]["difference"]
+        assert diff["interval"][0] <= diff["value"] <= diff["interval"][1]
+        assert diff["pairs"] == 3 and 0 <= diff["differ"] <= 3
+        assert f"{diff['differ']}/3 differ" in (out / "report.md").read_text()
     assert "difference" not in conditions["tmas"]
     for name, figures in conditions.items():
         low, high = figures["accuracy_interval"]

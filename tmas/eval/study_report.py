@@ -98,7 +98,17 @@ def build_report(
         )
         if name != reference:
             diff = paired_seed_difference(ref["scores"], figures["scores"])
-            figures["difference"] = {"value": diff.difference, "interval": [diff.low, diff.high]}
+            pairs = [
+                (a, b)
+                for ra, rb in zip(ref["scores"], figures["scores"], strict=True)
+                for a, b in zip(ra, rb, strict=True)
+            ]
+            figures["difference"] = {
+                "value": diff.difference,
+                "interval": [diff.low, diff.high],
+                "differ": sum(a != b for a, b in pairs),
+                "pairs": len(pairs),
+            }
     return {
         "name": study.file.name,
         "description": study.file.description,
@@ -181,7 +191,10 @@ def report_markdown(report: dict[str, Any]) -> str:
         diff = c.get("difference")
         shown = "-"
         if diff is not None:
-            shown = f"{100 * diff['value']:+.1f} {_interval(diff['interval'], True)}"
+            shown = (
+                f"{100 * diff['value']:+.1f} {_interval(diff['interval'], True)}, "
+                f"{diff['differ']}/{diff['pairs']} differ"
+            )
         ratio = c["tokens_vs_reference"]
         lines.append(
             f"| {name} | {c['graph']} | {_settings_text(c['settings'])} | {_pct(c['accuracy'])} "
@@ -196,6 +209,13 @@ def report_markdown(report: dict[str, Any]) -> str:
     ]
     if matched:
         lines += ["", "Matched compute:", *(f"- {line}" for line in matched)]
+    if any((c.get("difference") or {}).get("differ") == 0 for c in report["conditions"].values()):
+        lines += [
+            "",
+            "A condition right and wrong on exactly the reference's problems has a "
+            "zero-width interval: the bootstrap sees no variation at this size, which is "
+            "not certainty (`--plan` gives the interval a size can expect).",
+        ]
     lines += [
         "",
         "Besides the thing compared, conditions differ only in the settings shown; "
