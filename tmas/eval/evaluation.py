@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,13 @@ from tmas.eval.identity import (
     read_identity,
     write_identity,
 )
-from tmas.eval.job import ProblemJob, eval_run_id, settings_mismatch, solve_problem
+from tmas.eval.job import (
+    ProblemJob,
+    eval_run_id,
+    settings_mismatch,
+    solve_concurrently,
+    solve_problem,
+)
 from tmas.eval.results import ANSWERED, summarize
 from tmas.graphs.compiler import compile_plan
 from tmas.graphs.run_plan import RunPlan, plan_router, plan_run, saved_plan
@@ -127,20 +133,9 @@ class Evaluation:
             yield from run_on_ray(jobs, self.ray_address, self.concurrency, stop.is_set)
             return
 
-        def solve(job: ProblemJob) -> dict[str, Any] | None:
-            if stop.is_set():
-                return None
-            row = solve_problem(job, self.router)
-            if row.get("fatal"):
-                stop.set()  # before this worker takes its next job
-            return row
-
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = [pool.submit(solve, job) for job in jobs]
-            for future in as_completed(futures):
-                row = future.result()
-                if row is not None:
-                    yield row
+        tasks = [partial(solve_problem, job, self.router) for job in jobs]
+        for _, row in solve_concurrently(tasks, self.concurrency, stop):
+            yield row
 
     def _prepare_saved_runs(self, jobs: list[ProblemJob], *, correct: bool, check: bool) -> None:
         """With ``correct``, give the saved runs this evaluation's (corrected) model settings;

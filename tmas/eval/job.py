@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,3 +147,41 @@ def solve_problem(job: ProblemJob, router: ModelRouter | None = None) -> dict[st
         storage.close()
     wall = time.monotonic() - started + (job.previous_wall_s or 0.0)
     return with_plan(result_row(problem, run_id, name, state, wall, error, fatal=fatal), job)
+
+
+def solve_concurrently(
+    tasks: Sequence[Callable[[], dict[str, Any]]], workers: int, stop: threading.Event
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Run ``tasks`` (each solving one problem into a results row) ``workers`` at a time and
+    yield ``(index, row)`` as each finishes. A row marked ``fatal`` sets ``stop`` before its
+    worker takes another task; once ``stop`` is set no task starts. Interrupted (Ctrl-C, or
+    the caller stops reading), it sets ``stop``, drops the tasks not started and returns at
+    once: the runs started are saved and resume.
+
+    Example:
+        >>> rows = [lambda: {"id": "a"}, lambda: {"id": "b", "fatal": True}, lambda: {"id": "c"}]
+        >>> stop = threading.Event()
+        >>> [row["id"] for _, row in solve_concurrently(rows, 1, stop)], stop.is_set()
+        (['a', 'b'], True)
+    """
+
+    def solve(index: int) -> tuple[int, dict[str, Any] | None]:
+        if stop.is_set():
+            return index, None
+        row = tasks[index]()
+        if row.get("fatal"):
+            stop.set()
+        return index, row
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:
+        futures = [pool.submit(solve, index) for index in range(len(tasks))]
+        for future in as_completed(futures):
+            index, row = future.result()
+            if row is not None:
+                yield index, row
+    except BaseException:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()

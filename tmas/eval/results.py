@@ -102,7 +102,13 @@ def row_status(state: dict[str, Any], error: str | None = None) -> str:
 ANSWERED = ("finished", "degraded")
 
 
-def _mean(values: list[float]) -> float | None:
+def mean(values: list[float]) -> float | None:
+    """The mean, None for no values.
+
+    Example:
+        >>> mean([1.0, 2.0]), mean([])
+        (1.5, None)
+    """
     return sum(values) / len(values) if values else None
 
 
@@ -112,7 +118,7 @@ def per_iteration(rows: list[dict[str, Any]], key: str) -> list[float | None]:
     means = []
     for i in range(iterations):
         values = [(r.get(key) or [])[i] for r in rows if len(r.get(key) or []) > i]
-        means.append(_mean([v for v in values if v is not None]))
+        means.append(mean([v for v in values if v is not None]))
     return means
 
 
@@ -136,15 +142,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "finished": len(done),
         "degraded": sum(1 for r in rows if r["status"] == "degraded"),
         "failed": sum(1 for r in rows if r["status"] == "failed"),
-        "accuracy": _mean([float(r["correct"]) for r in done]),
-        "majority_accuracy": _mean([float(r["majority_correct"]) for r in done]),
+        "accuracy": mean([float(r["correct"]) for r in done]),
+        "majority_accuracy": mean([float(r["majority_correct"]) for r in done]),
         "pass_at_1_per_iteration": per_iteration(done, "pass_at_1"),
         "pass_at_1_answered_per_iteration": per_iteration(done, "pass_at_1_answered"),
         "selections": sorted({r["selection"] for r in done if r.get("selection")}),
         "failed_calls_by_role": failed_by_role,
         "judge_failures": sum(r.get("judge_failures", 0) for r in rows),
-        "mean_llm_calls": _mean([float(r["llm_calls"]) for r in done]),
-        "mean_tokens": _mean([float(r["tokens_in"] + r["tokens_out"]) for r in done]),
+        "mean_llm_calls": mean([float(r["llm_calls"]) for r in done]),
+        "mean_tokens": mean([float(r["tokens_in"] + r["tokens_out"]) for r in done]),
     }
 
 

@@ -20,8 +20,8 @@ import json
 import random
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from tmas.eval.compute_match import WidthChoice, fit_tokens, matching_width
 from tmas.eval.data import Problem, load_problems
 from tmas.eval.dedupe import Overlap, deduplicated
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
-from tmas.eval.job import ProblemJob
+from tmas.eval.job import ProblemJob, solve_concurrently
 from tmas.eval.results import ANSWERED
 from tmas.eval.study_file import Condition, StudyError, StudyFile
 from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
@@ -49,6 +49,17 @@ class Arm:
     condition: str
     seed: int
     evaluation: Evaluation
+    width: int | None = None
+
+
+def arm_label(condition: str, seed: int) -> str:
+    """The label of a condition's arm at a seed, as progress lines and the report name it.
+
+    Example:
+        >>> arm_label("tmas", 0)
+        'tmas/seed-0'
+    """
+    return f"{condition}/seed-{seed}"
 
 
 @dataclass
@@ -76,17 +87,6 @@ def interleaved(arms: list[Arm], jobs: dict[str, list[ProblemJob]]) -> list[tupl
             if index < len(jobs[arm.label]):
                 order.append((arm, jobs[arm.label][index]))
     return order
-
-
-def answered_mean(rows: list[dict[str, Any]], key: str) -> float | None:
-    """The mean of ``key`` over the rows that gave an answer (None when none did).
-
-    Example:
-        >>> answered_mean([{"status": "finished", "t": 4}, {"status": "failed", "t": 0}], "t")
-        4.0
-    """
-    values = [float(r[key]) for r in rows if r["status"] in ANSWERED and r.get(key) is not None]
-    return sum(values) / len(values) if values else None
 
 
 def tokens_of(row: dict[str, Any]) -> int:
@@ -201,7 +201,7 @@ class Study:
             out_dir=folder,
             max_concurrency=self.file.max_concurrency,
         )
-        return Arm(label, name, seed, evaluation)
+        return Arm(label, name, seed, evaluation, width)
 
     def folder(self, name: str, seed: int) -> Path:
         """The evaluation folder of a condition at a seed.
@@ -231,30 +231,13 @@ class Study:
         then records the stop, so a rerun may correct the model settings
         (``EvaluationStopped``). Interrupted, it starts no further problem."""
         rows: dict[str, dict[str, dict[str, Any]]] = {arm.label: {} for arm in arms}
-        stop = threading.Event()
-
-        def solve(arm: Arm, job: ProblemJob) -> tuple[Arm, dict[str, Any] | None]:
-            if stop.is_set():
-                return arm, None
-            row = arm.evaluation.solve(job)
-            if row.get("fatal"):
-                stop.set()
-            return arm, row
-
-        pool = ThreadPoolExecutor(max_workers=self.file.concurrency)
-        try:
-            futures = [pool.submit(solve, arm, job) for arm, job in interleaved(arms, jobs)]
-            for future in as_completed(futures):
-                arm, row = future.result()
-                if row is not None:
-                    rows[arm.label][row["id"]] = row
-                    if self.on_row is not None:
-                        self.on_row(arm.label, row)
-        except BaseException:  # Ctrl-C included: start nothing more; saved runs resume
-            stop.set()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
+        order = interleaved(arms, jobs)
+        tasks = [partial(arm.evaluation.solve, job) for arm, job in order]
+        for index, row in solve_concurrently(tasks, self.file.concurrency, threading.Event()):
+            arm = order[index][0]
+            rows[arm.label][row["id"]] = row
+            if self.on_row is not None:
+                self.on_row(arm.label, row)
         fatal = [r for arm_rows in rows.values() for r in arm_rows.values() if r.get("fatal")]
         if fatal:
             for arm in arms:
@@ -289,11 +272,10 @@ class Study:
         result = PilotResult()
         for arm in arms:
             ordered = [rows[arm.label][p.id] for p in problems]
-            if arm.label == arm.condition:
+            if arm.width is None:
                 result.rows[arm.condition] = ordered
             else:
-                width = int(arm.label.rsplit("@", 1)[1])
-                result.width_rows.setdefault(arm.condition, {})[width] = ordered
+                result.width_rows.setdefault(arm.condition, {})[arm.width] = ordered
         target = self._mean_tokens(result.rows[self.file.reference], self.file.reference)
         for name, by_width in result.width_rows.items():
             match = self.conditions[name].match_tokens
@@ -317,7 +299,7 @@ class Study:
         problems = self.problems()[0]
         return [
             self._arm(
-                f"{name}/seed-{seed}",
+                arm_label(name, seed),
                 name,
                 seed,
                 self.folder(name, seed),
@@ -346,9 +328,9 @@ class Study:
     def _document(self) -> dict[str, Any]:
         return self.file.model_dump(mode="json", exclude={"toy"})
 
-    def write_design(self, widths: dict[str, WidthChoice]) -> dict[str, Any]:
-        """Record what the study resolved (``design.json``): problems, deduplication, plans'
-        settings, matched widths, engine and concurrency."""
+    def write_design(self, widths: dict[str, WidthChoice], arms: list[Arm]) -> dict[str, Any]:
+        """Record what the study resolved (``design.json``): problems, deduplication, the
+        plans of the arms (first seed), matched widths, engine and concurrency."""
         problems, overlap = self.problems()
         seed = self.file.seeds[0]
         design = {
@@ -362,8 +344,7 @@ class Study:
             "max_concurrency": self.file.max_concurrency,
             "widths": {name: choice.record() for name, choice in widths.items()},
             "plans": {
-                name: self.plan(name, seed, widths[name].width if name in widths else None).record()
-                for name in self.conditions
+                arm.condition: arm.evaluation.plan.record() for arm in arms if arm.seed == seed
             },
         }
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -380,5 +361,5 @@ class Study:
             widths = self.pilot().widths
         arms = self.arms(widths)
         jobs = self.prepare(arms)
-        design = self.write_design(widths)
+        design = self.write_design(widths, arms)
         return design, self.solve_arms(arms, jobs)

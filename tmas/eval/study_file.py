@@ -19,6 +19,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tmas.eval.data import SAMPLES
+
 SELF_CONSISTENCY = "self_consistency"
 
 
@@ -203,8 +205,6 @@ class StudyFile(_Strict):
     def path(self, value: str) -> str:
         """A path of the file, relative to the file's folder (bundled sample names as they
         are)."""
-        from tmas.eval.data import SAMPLES
-
         if value in SAMPLES or Path(value).is_absolute():
             return value
         return str((self.base_dir / value).resolve())

@@ -9,16 +9,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from tmas.eval.power import detectable_effect, discordant_share, half_width, problems_needed
+from tmas.eval.results import mean
 from tmas.eval.study import PilotResult, tokens_of
 
 if TYPE_CHECKING:
     from tmas.eval.study import Study
 
 PLAN_JSON = "plan.json"
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
 
 
 def condition_estimate(
@@ -34,8 +31,8 @@ def condition_estimate(
         >>> condition_estimate(rows, 300.0, 10)["wall_s"]
         60.0
     """
-    pilot_tokens = _mean([float(tokens_of(r)) for r in rows])
-    wall = _mean([float(r["wall_s"] or 0.0) for r in rows])
+    pilot_tokens = mean([float(tokens_of(r)) for r in rows]) or 0.0
+    wall = mean([float(r["wall_s"] or 0.0) for r in rows]) or 0.0
     if tokens is not None and pilot_tokens:
         wall *= tokens / pilot_tokens
     per_problem = pilot_tokens if tokens is None else tokens
@@ -94,7 +91,7 @@ def build_plan(study: Study, pilot: PilotResult) -> dict[str, Any]:
             rows_width = min(by_width, key=lambda w: abs(w - chosen.width))
             rows = by_width[rows_width]
         figures: dict[str, Any] = {
-            "pilot_accuracy": _mean([float(bool(r["correct"])) for r in rows]),
+            "pilot_accuracy": mean([float(bool(r["correct"])) for r in rows]) or 0.0,
             **condition_estimate(rows, chosen.tokens if chosen else None, runs),
         }
         if chosen is not None:

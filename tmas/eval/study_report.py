@@ -12,52 +12,43 @@ from pathlib import Path
 from typing import Any
 
 from tmas.eval.intervals import bootstrap_mean, paired_seed_difference
-from tmas.eval.results import ANSWERED, per_iteration
-from tmas.eval.study import Study
+from tmas.eval.results import ANSWERED, mean, per_iteration
+from tmas.eval.study import Study, arm_label, tokens_of
 from tmas.eval.study_plots import write_study_plots
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def condition_summary(
-    rows: list[dict[str, Any]], problem_ids: list[str], seeds: list[int]
+    by_seed: list[dict[str, dict[str, Any]]], problem_ids: list[str]
 ) -> dict[str, Any]:
-    """One condition's figures from its rows (in seed-major order, one per problem and seed):
+    """One condition's figures from its rows (one mapping of problem id to row per seed):
     accuracy over every problem (a failed one counts as wrong) with its interval, and means
     per problem.
 
     Example:
-        >>> rows = [{"id": p, "correct": c, "status": "finished", "tokens_in": 10,
-        ...          "tokens_out": 5, "llm_calls": 2, "wall_s": 1.0, "pass_at_1": [0.5]}
-        ...         for p, c in (("a", True), ("b", False))]
-        >>> s = condition_summary(rows, ["a", "b"], [0])
+        >>> rows = {p: {"id": p, "correct": c, "status": "finished", "tokens_in": 10,
+        ...             "tokens_out": 5, "llm_calls": 2, "wall_s": 1.0, "pass_at_1": [0.5]}
+        ...         for p, c in (("a", True), ("b", False))}
+        >>> s = condition_summary([rows], ["a", "b"])
         >>> s["accuracy"], s["mean_tokens"], s["scores"]
         (0.5, 15.0, [[1.0], [0.0]])
     """
-    by_key = {(r["id"], seed): r for seed, chunk in _seed_chunks(rows, seeds) for r in chunk}
-    scores = [[float(bool(by_key[(p, s)]["correct"])) for s in seeds] for p in problem_ids]
+    scores = [[float(bool(seed[p]["correct"])) for seed in by_seed] for p in problem_ids]
+    rows = [seed[p] for seed in by_seed for p in problem_ids]
     accuracy, low, high = bootstrap_mean(scores)
     return {
         "accuracy": accuracy,
         "accuracy_interval": [low, high],
         "scores": scores,
-        "mean_tokens": _mean([float(r["tokens_in"] + r["tokens_out"]) for r in rows]),
-        "mean_calls": _mean([float(r["llm_calls"]) for r in rows]),
-        "mean_wall_s": _mean([float(r["wall_s"] or 0.0) for r in rows]),
+        "mean_tokens": mean([float(tokens_of(r)) for r in rows]),
+        "mean_calls": mean([float(r["llm_calls"]) for r in rows]),
+        "mean_wall_s": mean([float(r["wall_s"] or 0.0) for r in rows]),
         "failed": sum(1 for r in rows if r["status"] == "failed"),
         "pass_at_1_per_iteration": per_iteration(
             [r for r in rows if r["status"] in ANSWERED], "pass_at_1"
         ),
     }
-
-
-def _seed_chunks(rows: list[dict[str, Any]], seeds: list[int]) -> list[tuple[int, list]]:
-    size = len(rows) // len(seeds)
-    return [(seed, rows[i * size : (i + 1) * size]) for i, seed in enumerate(seeds)]
 
 
 def _settings_text(settings: dict[str, Any]) -> str:
@@ -72,8 +63,7 @@ def build_report(
     reference = study.file.reference
     conditions: dict[str, Any] = {}
     for name, condition in study.conditions.items():
-        ordered = [rows[f"{name}/seed-{s}"][p] for s in seeds for p in problem_ids]
-        summary = condition_summary(ordered, problem_ids, seeds)
+        summary = condition_summary([rows[arm_label(name, s)] for s in seeds], problem_ids)
         width = design["widths"].get(name)
         settings = {
             **condition.settings,
