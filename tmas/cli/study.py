@@ -4,6 +4,7 @@ paired intervals; ``--plan`` runs the pilot and prints what the study will cost 
 from __future__ import annotations
 
 import shlex
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,11 @@ class StudyProgress:
             highlight=False,
             soft_wrap=True,
         )
+
+
+def progress_line(line: str) -> None:
+    """Print a progress line of the study (a training started or finished) on stderr."""
+    err.print(line, markup=False, highlight=False)
 
 
 def study_value(text: str) -> Any:
@@ -86,7 +92,14 @@ def study(
             *(["--toy"] if toy else []),
             *(f"--set={item}" for item in set_values or []),
         ]
-        runner = Study(spec, out_dir, command=shlex.join(command), on_row=StudyProgress(quiet))
+        runner_class: type[Study] = Study
+        if any(c.train is not None for c in spec.conditions.values()):
+            from tmas.training.study_training import TrainingStudy
+
+            runner_class = partial(TrainingStudy, log=None if quiet else progress_line)  # type: ignore[assignment]
+        runner = runner_class(
+            spec, out_dir, command=shlex.join(command), on_row=StudyProgress(quiet)
+        )
         if plan:
             for line in plan_lines(plan_study(runner)):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -1,4 +1,5 @@
 """``tmas train grpo``: GRPO with LoRA on exported rollouts, scored by the hybrid reward;
+``tmas train sft``: rejection-sampling fine-tuning on the verified-correct rollouts;
 ``tmas train filter``: keep the rows with reward spread; ``tmas train latent``: DiffMAS
 training of a chain topology's final agent."""
 
@@ -21,7 +22,11 @@ train_app = typer.Typer(
 
 
 @train_app.command("grpo")
-@training_options(model={"help": "base model: smollm2, qwen, a checkpoint or hub id"})
+@training_options(
+    "model", "adapter", "device",
+    model={"help": "base model: smollm2, qwen, a checkpoint or hub id"},
+    adapter={"help": "continue this LoRA adapter (a warm start: tmas train sft's)"},
+)  # fmt: skip
 @model_options(
     "backend", "model", "base_url", into="judge_models", prefix="judge",
     backend={"default": "hf", "help": "llamacpp | openai | hf | vllm"},
@@ -82,6 +87,7 @@ def grpo(
     try:
         settings = GRPOSettings(
             data=str(data.resolve()), model=models.model, steps=steps, num_generations=generations,
+            init_adapter=str(Path(models.adapter).resolve()) if models.adapter else None,
             prompts_per_step=prompts_per_step, max_completion_length=max_completion_length,
             max_prompt_length=max_prompt_length, mask_truncated_completions=mask_truncated,
             scale_rewards=scale_rewards, loss_type=loss_type, drop_zero_spread=drop_zero_spread,
@@ -103,6 +109,50 @@ def grpo(
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
     shown = ("status", "steps", "adapter", "dropped_zero_spread_groups", "excluded_completions")
+    out.print(json.dumps({k: record[k] for k in shown}), markup=False, soft_wrap=True)
+
+
+@train_app.command("sft")
+@training_options(
+    "model", "adapter", "device", adapter={"help": "continue this LoRA adapter, not a new one"}
+)
+def sft(
+    data: Annotated[Path, typer.Argument(help="rows from tmas export rollouts (.parquet/.jsonl)")],
+    out_dir: Annotated[Path, typer.Option("--out", help="folder for the adapter and metrics")],
+    *,
+    models: ModelOptions,
+    steps: Annotated[int, typer.Option(min=1)] = 20,
+    batch_size: Annotated[int, typer.Option(min=1, help="responses per step")] = 2,
+    learning_rate: Annotated[float, typer.Option(min=0.0)] = 1e-4,
+    lora_r: Annotated[int, typer.Option(min=1)] = 8,
+    lora_alpha: Annotated[int, typer.Option(min=1)] = 16,
+    max_per_problem: Annotated[
+        int | None, typer.Option(min=1, help="verified responses kept per problem")
+    ] = 4,
+    max_target_tokens: Annotated[int, typer.Option(min=1, help="longer responses left out")] = 256,
+    seed: int = 0,
+    save_every: Annotated[int, typer.Option(min=1, help="steps between checkpoints")] = 5,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Rejection-sampling fine-tuning: a LoRA adapter learns the solver's own verified-correct
+    responses to the prompts it was sent; rerun to resume."""
+    from tmas.training.data_files import DataFileError
+    from tmas.training.rejection_sft import SFTSettings, train_sft
+
+    try:
+        settings = SFTSettings(
+            data=str(data.resolve()), model=models.model, steps=steps, batch_size=batch_size,
+            init_adapter=str(Path(models.adapter).resolve()) if models.adapter else None,
+            learning_rate=learning_rate, lora_r=lora_r, lora_alpha=lora_alpha,
+            max_per_problem=max_per_problem, max_target_tokens=max_target_tokens, seed=seed,
+            save_every=save_every, device=models.device,
+        )  # fmt: skip
+        record = train_sft(settings, out_dir, progress=not quiet)
+    except (ValidationError, DataFileError, ModelFileError, ValueError, OSError) as exc:
+        fail(error_line(exc))
+        return
+    err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
+    shown = ("status", "steps", "adapter", "rows", "loss_before", "loss_after")
     out.print(json.dumps({k: record[k] for k in shown}), markup=False, soft_wrap=True)
 
 

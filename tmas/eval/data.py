@@ -25,6 +25,8 @@ class Problem(BaseModel):
     answer: str
     solution: str | None = None
     """A reference solution, when the data has one (training targets)."""
+    kind: str | None = None
+    """The problem's family, when generated from templates (deduplication reads it)."""
 
     @field_validator("id", "problem", "answer")
     @classmethod

@@ -1,6 +1,7 @@
 """Leaving out held-out problems that a training file already holds: exact copies, copies that
 differ only in case, spacing, punctuation or number formatting, and near copies (the same
-numbers in the same order and mostly the same words: a templated problem with its values kept).
+numbers in the same order and mostly the same words: a templated problem with its values kept;
+or, for generated problems that name their ``kind``, the same kind with the same numbers).
 A held-out set that overlaps the training rows measures recall, not reasoning."""
 
 from __future__ import annotations
@@ -97,27 +98,37 @@ class TrainingIndex:
         'near'
         >>> index.copy_kind("Ann has 5 cats and 4 dogs. How many pets?") is None
         True
+        >>> kinded = TrainingIndex([Problem(id="t", problem="3 pens and 4 more?", answer="7",
+        ...                                 kind="add")])
+        >>> kinded.copy_kind("Ben buys 3 cups, then 4 others. In all?", "add")
+        'near'
     """
 
-    def __init__(self, texts: Iterable[str], near_overlap: float = 0.7) -> None:
+    def __init__(self, texts: Iterable[str | Problem], near_overlap: float = 0.7) -> None:
         self.near_overlap = near_overlap
         self.exact: set[str] = set()
         self.normal: set[str] = set()
         self.by_numbers: dict[tuple[str, ...], list[frozenset[str]]] = {}
-        for text in texts:
+        self.kind_numbers: set[tuple[str, tuple[str, ...]]] = set()
+        for item in texts:
+            text = item if isinstance(item, str) else item.problem
+            if not isinstance(item, str) and item.kind:
+                self.kind_numbers.add((item.kind, numbers_of(text)))
             self.exact.add(text.strip())
             self.normal.add(normalised(text))
             numbers = numbers_of(text)
             if numbers:  # without numbers, "same numbers" says nothing
                 self.by_numbers.setdefault(numbers, []).append(_words(text))
 
-    def copy_kind(self, text: str) -> str | None:
+    def copy_kind(self, text: str, kind: str | None = None) -> str | None:
         """``exact``, ``normalised`` or ``near`` when a training problem is such a copy of
-        ``text``, else None."""
+        ``text`` (of problem kind ``kind``, when known), else None."""
         if text.strip() in self.exact:
             return "exact"
         if normalised(text) in self.normal:
             return "normalised"
+        if kind and (kind, numbers_of(text)) in self.kind_numbers:
+            return "near"
         words = _words(text)
         for other in self.by_numbers.get(numbers_of(text), ()):
             if word_overlap(words, other) >= self.near_overlap:
@@ -126,7 +137,7 @@ class TrainingIndex:
 
 
 def deduplicated(
-    problems: Sequence[Problem], training: Sequence[str], near_overlap: float = 0.7
+    problems: Sequence[Problem], training: Sequence[str | Problem], near_overlap: float = 0.7
 ) -> tuple[list[Problem], Overlap]:
     """``problems`` without the copies of a training text, and what was left out (by id).
 
@@ -139,7 +150,7 @@ def deduplicated(
     index = TrainingIndex(training, near_overlap)
     kept, overlap = [], Overlap()
     for problem in problems:
-        kind = index.copy_kind(problem.problem)
+        kind = index.copy_kind(problem.problem, problem.kind)
         if kind is None:
             kept.append(problem)
         else:

@@ -101,7 +101,10 @@ def tokens_of(row: dict[str, Any]) -> int:
 
 class Study:
     """A study file run into ``out_dir``: problems, pilot, matched widths, the interleaved
-    evaluations and (:mod:`tmas.eval.study_report`) the report."""
+    evaluations and (:mod:`tmas.eval.study_report`) the report. Conditions that train first
+    need :class:`tmas.training.study_training.TrainingStudy` (what ``tmas study`` runs)."""
+
+    trains = False
 
     def __init__(
         self,
@@ -120,6 +123,12 @@ class Study:
         except ValueError as exc:
             raise StudyError(f"backend: {exc}") from None
         self.conditions: dict[str, Condition] = study.all_conditions()
+        training = [name for name, c in self.conditions.items() if c.train is not None]
+        if training and not self.trains:
+            raise StudyError(
+                f"condition {training[0]} trains first: run the study with tmas study "
+                "(tmas.training.study_training.TrainingStudy from Python)"
+            )
         self._topologies: dict[str, GraphSpec] = {}
         self._problems: tuple[list[Problem], Overlap] | None = None
 
@@ -131,15 +140,39 @@ class Study:
             spec = self.file.problems
             problems = load_problems(self.file.path(spec.data), proof=spec.proof)
             training = [
-                p.problem
-                for f in spec.dedupe_against
-                for p in load_problems(self.file.path(f), proof=False)
+                *(p for f in spec.dedupe_against for p in load_problems(self.file.path(f))),
+                *self.training_problems(),
             ]
             problems, overlap = deduplicated(problems, training, spec.near_overlap)
             if spec.shuffle_seed is not None:
                 random.Random(spec.shuffle_seed).shuffle(problems)
             self._problems = (problems[: spec.limit] if spec.limit else problems, overlap)
         return self._problems
+
+    def dedupe_sources(self) -> list[str]:
+        """What the study's problems are deduplicated against, as the file names them: its
+        ``dedupe_against`` files and its training conditions' data.
+
+        Example:
+            >>> from tmas.eval.study_file import parse_study
+            >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
+            ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
+            ['gsm8k']
+        """
+        trained = [str(c.train.settings["data"]) for c in self.conditions.values() if c.train]
+        return list(dict.fromkeys([*self.file.problems.dedupe_against, *trained]))
+
+    def training_problems(self) -> list[Problem]:
+        """The problems the training conditions learn from (none here; a training study's)."""
+        return []
+
+    def trained_adapter(self, name: str, seed: int) -> str:
+        """The adapter condition ``name`` trained at ``seed`` (a training study trains it)."""
+        raise StudyError(f"condition {name} trains first: run it with tmas study")
+
+    def design_extras(self) -> dict[str, Any]:
+        """What a kind of study adds to ``design.json`` (a training study: its trainings)."""
+        return {}
 
     # plans ---------------------------------------------------------------------------
     def topology(self, name: str) -> GraphSpec:
@@ -181,7 +214,15 @@ class Study:
         layers.append({"seed": seed})
         plugins = [self._plugin(p) for p in condition.plugins]
         try:
-            return plan_run(self.topology(name), layers, self.backend, plugins)
+            backend = self.backend
+            if condition.train is not None:
+                adapter = self.trained_adapter(name, seed)
+                if condition.train.roles:
+                    roles = {r: {"adapter": adapter} for r in condition.train.roles}
+                    layers.insert(1 if condition.roles else 0, {"roles": roles})
+                else:
+                    backend = revised_backend(backend, {"adapter": adapter})
+            return plan_run(self.topology(name), layers, backend, plugins)
         except ValueError as exc:
             raise StudyError(f"condition {name}: {exc}") from None
 
@@ -308,6 +349,7 @@ class Study:
             )
             for seed in self.file.seeds
             for name in self.conditions
+            if seed in self.file.seeds_of(name)
         ]
 
     def saved_widths(self) -> dict[str, WidthChoice] | None:
@@ -346,6 +388,7 @@ class Study:
             "plans": {
                 arm.condition: arm.evaluation.plan.record() for arm in arms if arm.seed == seed
             },
+            **self.design_extras(),
         }
         self.out_dir.mkdir(parents=True, exist_ok=True)
         (self.out_dir / DESIGN).write_text(json.dumps(design, indent=2), encoding="utf-8")

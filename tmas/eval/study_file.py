@@ -86,9 +86,36 @@ class WidthMatch(_Strict):
         return {"round_widths": widths, "max_iterations": len(widths)}
 
 
+class Training(_Strict):
+    """Train, then evaluate: before a condition's arm at seed S is evaluated, a LoRA adapter is
+    trained at seed S (``grpo``, ``sft`` or ``latent``: the settings of ``tmas train KIND``,
+    paths relative to the study file; the seed and output folder are the study's), and the
+    arm's calls use it: every role's, or only those of ``roles``. ``warm_start`` names another
+    training condition whose adapter (at the same seed) this one continues. The training
+    data's problems are left out of the study's problems."""
+
+    kind: Literal["grpo", "sft", "latent"]
+    settings: dict[str, Any] = Field(default_factory=dict)
+    roles: list[str] = Field(default_factory=list, description="roles given the adapter")
+    warm_start: str | None = None
+
+    @field_validator("settings")
+    @classmethod
+    def _study_owned(cls, value: dict[str, Any]) -> dict[str, Any]:
+        owned = sorted({"seed", "init_adapter"} & set(value))
+        if owned:
+            raise ValueError(
+                f"{', '.join(owned)}: the study sets these (seeds: [...], warm_start: CONDITION)"
+            )
+        if "data" not in value:
+            raise ValueError("data: name the training rows or problems")
+        return value
+
+
 class Condition(_Strict):
     """One arm of the study: a topology with its settings, role models, prompts and plugins
-    (resolved to a run plan exactly as ``tmas eval`` resolves its options)."""
+    (resolved to a run plan exactly as ``tmas eval`` resolves its options), trained first when
+    it has ``train``."""
 
     graph: str = "tmas"
     settings: dict[str, Any] = Field(default_factory=dict)
@@ -98,6 +125,10 @@ class Condition(_Strict):
     prompts: list[str] | dict[str, str] = Field(default_factory=list)
     plugins: list[str] = Field(default_factory=list)
     match_tokens: WidthMatch | None = None
+    train: Training | None = None
+    seeds: list[int] | None = Field(
+        None, description="a subset of the study's seeds (an expensive arm); None: all"
+    )
 
 
 class SelfConsistency(_Strict):
@@ -180,6 +211,17 @@ class StudyFile(_Strict):
             )
         if self.conditions[self.reference].match_tokens is not None:
             raise ValueError("the reference sets the token budget: it cannot match_tokens")
+        for name, condition in self.conditions.items():
+            self._warm_starts(name)
+            if condition.seeds is not None and (
+                not condition.seeds
+                or not set(condition.seeds) <= set(self.seeds)
+                or name == self.reference
+            ):
+                raise ValueError(
+                    f"condition {name}: seeds: a non-empty subset of the study's {self.seeds} "
+                    "(the reference runs them all)"
+                )
         bad = [n for n in self.conditions if not n.replace("-", "").replace("_", "").isalnum()]
         if bad:
             raise ValueError(
@@ -187,6 +229,31 @@ class StudyFile(_Strict):
                 f"only ({', '.join(bad)})"
             )
         return self
+
+    def _warm_starts(self, name: str) -> list[str]:
+        chain, condition = [name], self.conditions[name]
+        while condition.train is not None and condition.train.warm_start is not None:
+            start = condition.train.warm_start
+            condition = self.conditions.get(start) or Condition()
+            if start in chain or condition.train is None:
+                raise ValueError(
+                    f"condition {chain[-1]}: warm_start {start!r} is not another training "
+                    f"condition{' (a circle)' if start in chain else ''}"
+                )
+            chain.append(start)
+        return chain
+
+    def seeds_of(self, name: str) -> list[int]:
+        """The seeds condition ``name`` runs at, in the study's order.
+
+        Example:
+            >>> study = parse_study({"name": "s", "reference": "a", "seeds": [0, 1, 2],
+            ...     "conditions": {"a": {}, "b": {"seeds": [2, 0]}}})
+            >>> study.seeds_of("a"), study.seeds_of("b"), study.seeds_of("self_consistency")
+            ([0, 1, 2], [0, 2], [0, 1, 2])
+        """
+        chosen = self.conditions[name].seeds if name in self.conditions else None
+        return [s for s in self.seeds if chosen is None or s in chosen]
 
     def all_conditions(self) -> dict[str, Condition]:
         """The declared conditions and the added self-consistency control, reference first.

@@ -79,7 +79,6 @@ def power_estimate(
 def build_plan(study: Study, pilot: PilotResult) -> dict[str, Any]:
     """Estimates for the planned size (the study's problems x seeds) from the pilot."""
     problems = len(study.problems()[0])
-    runs = problems * len(study.file.seeds)
     reference = pilot.rows[study.file.reference]
     conditions: dict[str, Any] = {}
     for name in study.conditions:
@@ -92,7 +91,9 @@ def build_plan(study: Study, pilot: PilotResult) -> dict[str, Any]:
             rows = by_width[rows_width]
         figures: dict[str, Any] = {
             "pilot_accuracy": mean([float(bool(r["correct"])) for r in rows]) or 0.0,
-            **condition_estimate(rows, chosen.tokens if chosen else None, runs),
+            **condition_estimate(
+                rows, chosen.tokens if chosen else None, problems * len(study.file.seeds_of(name))
+            ),
         }
         if chosen is not None:
             figures["matched"] = {**chosen.record(), "pilot_width": rows_width}

@@ -63,7 +63,8 @@ def build_report(
     reference = study.file.reference
     conditions: dict[str, Any] = {}
     for name, condition in study.conditions.items():
-        summary = condition_summary([rows[arm_label(name, s)] for s in seeds], problem_ids)
+        own_seeds = study.file.seeds_of(name)
+        summary = condition_summary([rows[arm_label(name, s)] for s in own_seeds], problem_ids)
         width = design["widths"].get(name)
         settings = {
             **condition.settings,
@@ -75,10 +76,15 @@ def build_report(
             settings["prompts"] = condition.prompts
         if condition.plugins:
             settings["plugins"] = condition.plugins
+        if condition.train is not None:
+            settings["train"] = condition.train.model_dump(exclude_defaults=True)
+        if own_seeds != seeds:
+            settings["seeds"] = own_seeds
         conditions[name] = {
             "graph": study.topology(name).name,
             "settings": settings,
             "matched": width,
+            "seeds": own_seeds,
             **summary,
         }
     ref = conditions[reference]
@@ -86,11 +92,13 @@ def build_report(
         figures["tokens_vs_reference"] = (
             figures["mean_tokens"] / ref["mean_tokens"] if ref["mean_tokens"] else None
         )
-        if name != reference:
-            diff = paired_seed_difference(ref["scores"], figures["scores"])
+        if name != reference:  # paired on the condition's seeds
+            index = [ref["seeds"].index(s) for s in figures["seeds"]]
+            ref_scores = [[scores[i] for i in index] for scores in ref["scores"]]
+            diff = paired_seed_difference(ref_scores, figures["scores"])
             pairs = [
                 (a, b)
-                for ra, rb in zip(ref["scores"], figures["scores"], strict=True)
+                for ra, rb in zip(ref_scores, figures["scores"], strict=True)
                 for a, b in zip(ra, rb, strict=True)
             ]
             figures["difference"] = {
@@ -107,7 +115,7 @@ def build_report(
         "problems": len(problem_ids),
         "data": study.file.problems.data,
         "shuffle_seed": study.file.problems.shuffle_seed,
-        "dedupe_against": study.file.problems.dedupe_against,
+        "dedupe_against": study.dedupe_sources(),
         "deduplication": design["deduplication"],
         "seeds": seeds,
         "engine": design["engine"],

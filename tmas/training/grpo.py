@@ -26,6 +26,7 @@ from tmas.training.grpo_settings import GRPOSettings
 from tmas.training.metrics import keep_steps_up_to, plot_rewards, read_metrics
 from tmas.training.novelty import NoveltyJudge, load_template
 from tmas.training.rewards import HybridReward, Sample
+from tmas.training.sft_loop import lora_config, lora_model
 from tmas.training.spread import spread_filtering_trainer
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
@@ -165,7 +166,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
     try:
         from datasets import Dataset
-        from peft import LoraConfig
+        from peft import LoraConfig  # noqa: F401  (checked here, used by TRL)
     except ImportError as exc:
         raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
     last = resume_checkpoint(out_dir, settings.steps)
@@ -187,19 +188,15 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     metrics_path = out_dir / "metrics.jsonl"
     keep_steps_up_to(metrics_path, checkpoint_step(last) if last else 0)
     trainer_class = spread_filtering_trainer(rewards.last_totals, settings.drop_zero_spread)
+    if settings.init_adapter is not None:  # a warm start: TRL keeps a frozen copy as reference
+        model = lora_model(model, settings, settings.init_adapter)
     trainer = trainer_class(
         model=model,
         reward_funcs=rewards.functions(),
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
-        peft_config=LoraConfig(
-            r=settings.lora_r,
-            lora_alpha=settings.lora_alpha,
-            lora_dropout=settings.lora_dropout,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        ),
+        peft_config=None if settings.init_adapter else lora_config(settings),  # TRL seeds it
         callbacks=[metrics_callback(metrics_path)],
     )
     started = time.monotonic()

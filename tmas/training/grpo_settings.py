@@ -55,6 +55,9 @@ class GRPOSettings(BaseModel):
 
     data: str
     model: str = "smollm2"
+    init_adapter: str | None = Field(
+        default=None, description="a LoRA adapter to continue (a warm start, e.g. tmas train sft)"
+    )
     steps: int = Field(default=50, ge=1)
     num_generations: int = Field(default=4, ge=2)
     prompts_per_step: int = Field(default=1, ge=1)

@@ -22,24 +22,21 @@ from __future__ import annotations
 import shutil
 import time
 from pathlib import Path
-from statistics import mean
 from typing import Any
 
 from tmas.llm.checkpoints import checkpoint_for
-from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
-from tmas.llm.model_files import ModelFileError
-from tmas.training.latent_chain import LatentChain, example_loss, target_text
+from tmas.llm.hf.model_loading import load_base, pick_device
+from tmas.training.latent_chain import LatentChain, target_text
 from tmas.training.latent_data import latent_examples
 from tmas.training.latent_settings import LatentSFTSettings
 from tmas.training.metrics import keep_steps_up_to
+from tmas.training.sft_loop import lora_model, mean_loss, sft_trainer
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
-    metrics_callback,
     prepare_output,
     resume_checkpoint,
     save_adapter,
-    trainer_arguments,
     without_log_printing,
     write_json,
 )
@@ -77,58 +74,6 @@ def training_rows(
     return rows
 
 
-def mean_loss(model: Any, rows: list[dict[str, Any]]) -> float:
-    """The mean target loss over ``rows``, without gradients.
-
-    Example (with ``tmas[train]``)::
-
-        before = mean_loss(model, rows[:4])
-    """
-    import torch
-
-    with torch.no_grad():
-        return mean(float(example_loss(model, row)) for row in rows)
-
-
-def make_trainer(model: Any, settings: LatentSFTSettings, out_dir: Path, rows: list, progress):
-    """transformers' Trainer whose loss is stage I then II of each problem of the batch.
-
-    Example (with ``tmas[train]``)::
-
-        make_trainer(peft_model, settings, Path("out"), rows, progress=False).train()
-    """
-    from torch.utils.data import Dataset
-    from transformers import Trainer, TrainingArguments
-
-    class Rows(Dataset):
-        def __len__(self) -> int:
-            return len(rows)
-
-        def __getitem__(self, index: int) -> dict[str, Any]:
-            return rows[index]
-
-    class LatentSFTTrainer(Trainer):
-        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):  # noqa: ANN001
-            plain = self.accelerator.unwrap_model(model)  # the trace needs the model itself
-            losses = [example_loss(plain, row) for row in inputs["rows"]]
-            return sum(losses) / len(losses)
-
-    args = TrainingArguments(
-        **trainer_arguments(settings, out_dir, progress),
-        max_steps=settings.steps,
-        per_device_train_batch_size=settings.batch_size,
-        learning_rate=settings.learning_rate,
-        remove_unused_columns=False,
-    )
-    return LatentSFTTrainer(
-        model=model,
-        args=args,
-        train_dataset=Rows(),
-        data_collator=lambda batch: {"rows": batch},
-        callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
-    )
-
-
 def train_latent(
     settings: LatentSFTSettings, out_dir: Path, progress: bool = True
 ) -> dict[str, Any]:
@@ -153,22 +98,9 @@ def train_latent(
     device = pick_device(settings.device)
     checkpoint = checkpoint_for(settings.model)
     base, tokenizer = load_base(checkpoint, settings.model, device)
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError as exc:
-        raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
     rows = training_rows(settings, chain, tokenizer, base.to(device))
     last = resume_checkpoint(out_dir, settings.steps)
-    model = get_peft_model(
-        base.to(device),
-        LoraConfig(
-            r=settings.lora_r,
-            lora_alpha=settings.lora_alpha,
-            lora_dropout=settings.lora_dropout,
-            target_modules="all-linear",
-            task_type="CAUSAL_LM",
-        ),
-    )
+    model = lora_model(base.to(device), settings)
     probe = rows[: max(settings.batch_size, 4)]
     before = saved.get("loss_before")
     if before is None:  # the untrained adapter is the identity: the base model's loss
@@ -183,7 +115,7 @@ def train_latent(
     write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
     shutil.rmtree(out_dir / "adapter", ignore_errors=True)
     keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
-    trainer = make_trainer(model, settings, out_dir, rows, progress)
+    trainer = sft_trainer(model, settings, out_dir, rows, progress)
     without_log_printing(trainer, progress)
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
