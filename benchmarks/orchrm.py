@@ -1,28 +1,26 @@
-"""OrchRM where the plan that wins depends on the problem: does a problem-aware reward model beat
-plan-only baselines on held-out problems?
+"""OrchRM on a study's runs: can anything that reads the problem pick the plan better than the
+plan prior, on problems it has not seen?
 
-Problems mix easy one-step word problems (``word_problems.py``) with harder ones that hide a
-trap (``trap_problems.py``). The plans differ in how they answer: ``direct`` replies with the
-answer at once (``specs/direct_answer.yaml``, a 24-token budget), ``reason`` works step by step
-(384 tokens). On easy problems both are right and the direct one costs a tenth; on trap
-problems only reasoning is right (a pilot on 6 + 6: direct 4 of 6 easy, 0 of 6 traps): which
-plan wins depends on the problem, so a reward model that reads the problem has something to
-learn beyond which plan wins most.
+The runs come from a study (``studies/orchrm.yaml``: ``direct`` answers at once in 24 tokens,
+``reason`` works step by step in 384; three runs of each per problem, seeds 1-3; one-step word
+problems, where both are right and direct costs a tenth, mixed with trap problems, where only
+reasoning is right). The script then, as a user would:
 
-The script runs, as a user would:
+1. ``tmas orchrm pairs`` over every run with the cost-aware rule (``--cheaper
+   --cost-tolerance``): a plan right more often by the success margin wins; the clearly cheaper
+   plan wins when its success rate is within the tolerance of the costlier one's;
+2. without any model: leave one problem out, the pairwise accuracy of the plan prior, of a
+   logistic model on plan features, and of a problem-family x plan logistic (the family is the
+   problem's kind in the study's data), each with a 95% interval over problems. If the family
+   model does not beat the prior, the labels carry no problem-dependent signal to learn;
+3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head) in k folds of problems, each fold's
+   pairs held out of its training: the pooled held-out pairwise accuracy beside the prior's
+   and the family model's on the same folds, and on each fold's problems the accuracy and
+   tokens of the plan the reward model picks against the best fixed plan, a random plan and the
+   oracle.
 
-1. ``tmas eval`` of each plan ``--repeats`` times (seeds 1..K) on every problem, with the
-   embedded model (labels rest on K runs per problem and plan, not one coin flip);
-2. ``tmas orchrm pairs`` over all of them with ``--cheaper``, a success-rate margin and a
-   share of the problems held out before pairing;
-3. ``tmas orchrm train`` (SmolLM2 + LoRA + score head) on the training pairs;
-4. on the held-out pairs: the pairwise accuracy of the reward model against the plan-only
-   baselines (the plans' training win rates; a logistic model on plan features alone);
-5. on the held-out problems: the accuracy (mean success rate over the runs) and tokens of the
-   plan the reward model picks, against the best fixed plan (chosen on the training problems),
-   a random plan and the oracle.
-
-    python benchmarks/orchrm.py --out DIR [--easy 24] [--hard 24] [--repeats 3] [--model qwen]
+    tmas study studies/orchrm.yaml --out /tmp/orch          # the runs (about 30 minutes)
+    python benchmarks/orchrm.py --study /tmp/orch [--folds 4] [--cost-tolerance 0.34]
 """
 
 from __future__ import annotations
@@ -36,22 +34,22 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-import yaml
-from trap_problems import generate as trap_problems
-from word_problems import ONE_STEP
-from word_problems import generate as easy_problems
-
-from tmas.orchrm.baselines import PlanFeatureModel, PlanPrior
+from tmas.eval.intervals import bootstrap_mean
+from tmas.orchrm.baselines import (
+    FamilyPlanModel,
+    PlanFeatureModel,
+    PlanPrior,
+    leave_one_problem_out,
+)
 from tmas.orchrm.choice import tie_break
 from tmas.orchrm.pairs import held_out_problems, read_pairs
-from tmas.orchrm.plan_space import load_plan_space
 
 HERE = Path(__file__).resolve().parent
 
 
 def run(command: list[str]) -> str:
     """Run a ``tmas`` command and return its standard output (exit on failure)."""
-    print("$", " ".join(command), flush=True)
+    print("$ tmas", " ".join(command), flush=True)
     done = subprocess.run([sys.executable, "-m", "tmas.cli", *command], capture_output=True,
                           text=True)  # fmt: skip
     if done.returncode != 0:
@@ -60,28 +58,24 @@ def run(command: list[str]) -> str:
     return done.stdout
 
 
-def plan_space(args: argparse.Namespace) -> dict[str, Any]:
-    return {"name": "direct-or-reason", "plans": [
-        {"name": "direct", "graph": str(HERE / "specs" / "direct_answer.yaml"),
-         "settings": {"solver_max_tokens": args.direct_tokens}},
-        {"name": "reason", "graph": "majority_vote",
-         "settings": {"n_candidates": 1, "solver_max_tokens": args.reason_tokens}},
-    ]}  # fmt: skip
+def study_runs(study: Path) -> dict[str, list[Path]]:
+    """The evaluation folders of the study, by condition (plan)."""
+    found: dict[str, list[Path]] = defaultdict(list)
+    for folder in sorted((study / "conditions").glob("*/seed-*")):
+        if (folder / "results.jsonl").is_file():
+            found[folder.parent.name].append(folder)
+    if len(found) < 2:
+        raise SystemExit(f"{study}: no finished study with two conditions (run tmas study first)")
+    return dict(found)
 
 
-def evaluate(plan: dict[str, Any], seed: int, data: Path, out: Path,
-             args: argparse.Namespace) -> Path:  # fmt: skip
-    """One run of a plan over every problem (resumable)."""
-    folder = out / f"{plan['name']}-s{seed}"
-    command = ["eval", "--data", str(data), "--out", str(folder), "--graph", plan["graph"],
-               "--model", args.model, "--seed", str(seed), "--db", str(out / "runs.sqlite"),
-               "--quiet"]  # fmt: skip
-    if args.threads:
-        command += ["--threads", str(args.threads)]
-    for key, value in plan["settings"].items():
-        command += ["--set", f"{key}={json.dumps(value)}"]
-    run(command)
-    return folder
+def study_problems(study: Path) -> list[dict[str, Any]]:
+    """The study's problems (its data file, as its design names it), in the study's order."""
+    design = json.loads((study / "design.json").read_text())
+    data = Path(design["study"]["problems"]["data"])
+    path = data if data.is_absolute() else HERE / "studies" / data
+    by_id = {row["id"]: row for row in map(json.loads, path.read_text().splitlines())}
+    return [by_id[pid] for pid in design["problem_ids"]]
 
 
 def outcomes(folders: dict[str, list[Path]]) -> dict[str, dict[str, dict[str, float]]]:
@@ -100,84 +94,140 @@ def outcomes(folders: dict[str, list[Path]]) -> dict[str, dict[str, dict[str, fl
     return found
 
 
-def selection(ids: list[str], texts: dict[str, str], plans: list, by_plan: dict, rm: Any,
-              fixed: str) -> dict[str, dict[str, float]]:  # fmt: skip
-    """Accuracy and tokens on the problems ``ids`` of the RM's pick, the fixed plan, a random
-    plan (the mean over plans) and the oracle (the best plan per problem, cheaper on ties)."""
+def selection(ids: list[str], texts: dict[str, str], plans: dict[str, str], by_plan: dict,
+              rm: Any, fixed: str) -> dict[str, list[tuple[float, float]]]:  # fmt: skip
+    """Per problem of ``ids``: (success rate, tokens) of the RM's pick, the fixed plan, a
+    random plan (the mean over plans) and the oracle (the best plan, cheaper on ties)."""
     picks: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    names = list(plans)
     for pid in ids:
-        scores = rm.score(texts[pid], [plan.text for plan in plans])
+        scores = rm.score(texts[pid], [plans[name] for name in names])
         top = [i for i, score in enumerate(scores) if score == max(scores)]
-        chosen = plans[tie_break(top, texts[pid], seed=0)].name  # as --graph auto chooses
-        options = {p.name: (by_plan[p.name][pid]["rate"], by_plan[p.name][pid]["tokens"])
-                   for p in plans}  # fmt: skip
+        chosen = names[tie_break(top, texts[pid], seed=0)]  # as --graph auto chooses
+        options = {n: (by_plan[n][pid]["rate"], by_plan[n][pid]["tokens"]) for n in names}
         picks["reward model"].append(options[chosen])
         picks[f"fixed ({fixed})"].append(options[fixed])
         picks["random"].append(tuple(mean(v[i] for v in options.values()) for i in (0, 1)))
         picks["oracle"].append(max(options.values(), key=lambda v: (v[0], -v[1])))
-    return {name: {"accuracy": mean(v[0] for v in values), "tokens": mean(v[1] for v in values)}
-            for name, values in picks.items()}  # fmt: skip
+    return picks
+
+
+def pair_verdict(rm: Any, pair: dict) -> float:
+    """1 when the reward model scores the chosen plan above the rejected one, 0.5 on a tie."""
+    chosen, rejected = rm.score(pair["input"], [pair["chosen"], pair["rejected"]])
+    return 1.0 if chosen > rejected else 0.5 if chosen == rejected else 0.0
+
+
+def folds_of(pairs: list[dict], folds: int) -> list[set[str]]:
+    """``folds`` disjoint sets of problem ids (seeded by text hash), every problem in one."""
+    problems = sorted({p["problem_id"] for p in pairs})
+    rest, found = list(problems), []
+    for index in range(folds, 0, -1):
+        held = held_out_problems(rest, 1 / index, seed=index) if index > 1 else set(rest)
+        found.append(held)
+        rest = [p for p in rest if p not in held]
+    return found
+
+
+def write_pairs(path: Path, pairs: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    return path
+
+
+def interval(scores: list[list[float]]) -> list[float]:
+    value, low, high = bootstrap_mean(scores)
+    return [value, low, high]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--easy", type=int, default=24, help="one-step word problems")
-    parser.add_argument("--hard", type=int, default=24, help="problems with a trap")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per plan and problem")
-    parser.add_argument("--direct-tokens", type=int, default=24)
-    parser.add_argument("--reason-tokens", type=int, default=384)
-    parser.add_argument("--held-out", type=float, default=0.25)
+    parser.add_argument("--study", type=Path, required=True, help="a finished study folder")
+    parser.add_argument("--folds", type=int, default=4)
+    parser.add_argument("--success-margin", type=float, default=0.5)
+    parser.add_argument("--cost-tolerance", type=float, default=0.34)
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--model", default="qwen")
-    parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
+    parser.add_argument("--toy", action="store_true", help="one fold, one epoch (CI)")
     args = parser.parse_args()
-    out = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    easy = easy_problems(args.easy, seed=21, kinds=ONE_STEP)
-    hard = trap_problems(args.hard, seed=22)
-    problems = [p for pair in zip(easy, hard, strict=False) for p in pair]
-    problems += easy[len(hard) :] + hard[len(easy) :]
-    data = out / "problems.jsonl"
-    data.write_text("".join(json.dumps(p) + "\n" for p in problems))
-    space = plan_space(args)
-    (out / "plans.yaml").write_text(yaml.safe_dump(space, sort_keys=False))
-    folders = {plan["name"]: [evaluate(plan, seed, data, out, args)
-                              for seed in range(1, args.repeats + 1)]
-               for plan in space["plans"]}  # fmt: skip
-    evaluations = [str(folder) for runs in folders.values() for folder in runs]
-    shown = run(["orchrm", "pairs", *evaluations, "--out", str(out / "pairs.jsonl"), "--cheaper",
-                 "--held-out", str(args.held_out)])  # fmt: skip
-    report = json.loads(shown.strip().splitlines()[-1])
-    run(["orchrm", "train", str(out / "pairs.jsonl"), "--out", str(out / "rm"), "--eval-pairs",
-         str(out / "pairs.held_out.jsonl"), "--epochs", str(args.epochs), "--quiet"])  # fmt: skip
-    train_pairs = read_pairs(out / "pairs.jsonl")
-    held_pairs = read_pairs(out / "pairs.held_out.jsonl")
-    record = json.loads((out / "rm" / "training.json").read_text())
-    prior, features = PlanPrior.fit(train_pairs), PlanFeatureModel.fit(train_pairs)
-    accuracy = {"reward model": record["pairwise_accuracy"]["held_out"],
-                "plan prior (training win rates)": prior.accuracy(held_pairs),
-                "logistic on plan features": features.accuracy(held_pairs)}  # fmt: skip
-    plans = list(load_plan_space(out / "plans.yaml").plans)
-    by_plan = outcomes(folders)
-    answered = {pid for results in by_plan.values() for pid in results}  # as the CLI splits
-    texts_answered = [p["problem"] for p in problems if p["id"] in answered]
-    held_texts = held_out_problems(texts_answered, args.held_out, seed=0)
+    study, out = args.study, args.study / "orchrm"
+    out.mkdir(exist_ok=True)
+    folders = study_runs(study)
+    problems = study_problems(study)
+    family = {p["id"]: str(p.get("kind") or "unknown") for p in problems}
     texts = {p["id"]: p["problem"] for p in problems}
-    all_held = [p["id"] for p in problems if p["id"] in answered and p["problem"] in held_texts]
-    train_ids = [p["id"] for p in problems if p["id"] in answered and p["id"] not in all_held]
-    fixed = max(by_plan, key=lambda name: mean(by_plan[name][i]["rate"] for i in train_ids))
+    shown = run(["orchrm", "pairs", *(str(f) for fs in folders.values() for f in fs),
+                 "--out", str(out / "pairs.jsonl"), "--held-out", "0", "--cheaper",
+                 "--cost-tolerance", str(args.cost_tolerance),
+                 "--success-margin", str(args.success_margin)])  # fmt: skip
+    labels = json.loads(shown.strip().splitlines()[-1])
+    pairs = read_pairs(out / "pairs.jsonl")
+    by_family = defaultdict(lambda: defaultdict(int))
+    for pair in pairs:
+        by_family[family[pair["problem_id"]]][f"{pair['chosen_plan']} wins"] += 1
+
+    def family_of(pair: dict) -> str:
+        return family[pair["problem_id"]]
+
+    models = {"plan prior": PlanPrior.fit, "plan features": PlanFeatureModel.fit,
+              "family x plan": lambda ps: FamilyPlanModel.fit(ps, family_of)}  # fmt: skip
+    no_model = {name: leave_one_problem_out(pairs, fit) for name, fit in models.items()}
+    by_plan = outcomes(folders)
+    plans = {p["chosen_plan"]: p["chosen"] for p in pairs} | {
+        p["rejected_plan"]: p["rejected"] for p in pairs
+    }
+    fold_scores: dict[str, list[list[float]]] = defaultdict(list)
+    picks: dict[str, list[tuple[float, float]]] = defaultdict(list)
     from tmas.orchrm.reward_model import load_reward_model
 
-    chosen = selection(all_held, texts, plans, by_plan, load_reward_model(out / "rm"), fixed)
-    result = {
-        "pairs": report,
-        "held_out_pairwise_accuracy": accuracy,
-        "held_out_problems": len(all_held),
-        "held_out_selection": chosen,
+    for index, held in enumerate(folds_of(pairs, 1 if args.toy else args.folds)):
+        train = [p for p in pairs if p["problem_id"] not in held]
+        test = [p for p in pairs if p["problem_id"] in held]
+        if not train or not test:
+            continue
+        folder = out / f"fold-{index}"
+        folder.mkdir(exist_ok=True)
+        run(["orchrm", "train", str(write_pairs(folder / "train.jsonl", train)), "--out",
+             str(folder / "rm"), "--eval-pairs", str(write_pairs(folder / "test.jsonl", test)),
+             "--epochs", str(1 if args.toy else args.epochs), "--quiet"])  # fmt: skip
+        rm = load_reward_model(folder / "rm")
+        fitted = {name: fit(train) for name, fit in models.items()}
+        for pid in sorted(held):
+            own = [p for p in test if p["problem_id"] == pid]
+            if not own:
+                continue
+            fold_scores["reward model"].append([pair_verdict(rm, pair) for pair in own])
+            for name, model in fitted.items():
+                fold_scores[name].append([model.accuracy([p]) for p in own])
+        train_ids = [pid for pid in texts if pid not in held and all(
+            pid in by_plan[n] for n in plans)]  # fmt: skip
+        fixed = max(plans, key=lambda n: mean(by_plan[n][i]["rate"] for i in train_ids))
+        ids = [pid for pid in sorted(held) if all(pid in by_plan[n] for n in plans)]
+        for name, values in selection(ids, texts, plans, by_plan, rm, fixed).items():
+            picks[name.split(" (")[0] if name.startswith("fixed") else name] += values
+    report = {
+        "study": str(study),
+        "labels": labels,
+        "pairs_by_family": {k: dict(v) for k, v in sorted(by_family.items())},
+        "leave_one_problem_out": no_model,
+        "k_fold": {
+            name: {
+                "accuracy": interval(scores),
+                "problems": len(scores),
+                "pairs": sum(map(len, scores)),
+            }
+            for name, scores in fold_scores.items()
+        },  # fmt: skip
+        "selection": {
+            name: {
+                "accuracy": interval([[v[0]] for v in values]),
+                "tokens": mean(v[1] for v in values),
+                "problems": len(values),
+            }
+            for name, values in picks.items()
+        },  # fmt: skip
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    (out / "report.json").write_text(json.dumps(result, indent=1))
-    print(json.dumps(result, indent=1))
+    (out / "report.json").write_text(json.dumps(report, indent=1))
+    print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":

@@ -45,8 +45,14 @@ def pairs(
     ] = None,
     seed: Annotated[int, typer.Option(help="which problems are held out")] = 0,
     cheaper: Annotated[
-        bool, typer.Option(help="also: of two plans right as often, the cheaper wins")
+        bool, typer.Option(help="also: of two plans right about as often, the cheaper wins")
     ] = False,
+    cost_tolerance: Annotated[
+        float,
+        typer.Option(
+            min=0.0, max=0.99, help="--cheaper: how much lower its success rate may be (0: none)"
+        ),
+    ] = 0.0,
     margin: Annotated[
         float, typer.Option(min=0.0, max=0.99, help="how much cheaper (share of tokens)")
     ] = 0.1,
@@ -61,8 +67,10 @@ def pairs(
         if path.suffix != ".jsonl":
             fail(f"{path}: write pairs to a .jsonl file")
     try:
-        found = build_pairs(folders, cheaper, margin, db, success_margin=success_margin,
-                            held_out=held_out, seed=seed)  # fmt: skip
+        found = build_pairs(
+            folders, cheaper, margin, db, success_margin=success_margin,
+            cost_tolerance=cost_tolerance, held_out=held_out, seed=seed,
+        )  # fmt: skip
     except PairsError as exc:
         fail(str(exc))
         return

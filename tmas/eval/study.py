@@ -8,7 +8,8 @@ finishes what is missing; a changed condition is refused by its folder's identit
 Example (Python; ``tmas study STUDY.yaml --out DIR`` does the same)::
 
     from tmas.eval.study import Study
-    from tmas.eval.study_file import load_study
+    from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
+from tmas.eval.study_file import load_study
     from tmas.eval.study_report import report_study
     study = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out"))
     report = report_study(study)  # report.md, report.json, pareto.png, iterations.png
@@ -32,34 +33,15 @@ from tmas.eval.dedupe import Overlap, deduplicated
 from tmas.eval.evaluation import Evaluation, EvaluationStopped
 from tmas.eval.job import ProblemJob, solve_concurrently
 from tmas.eval.results import ANSWERED
+from tmas.eval.study_arms import Arm, arm_label, interleaved, tokens_of
 from tmas.eval.study_file import Condition, StudyError, StudyFile
+from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
 from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
 
 DESIGN = "design.json"
 RowCallback = Callable[[str, dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Arm:
-    """One condition at one seed (or at a pilot width): its label and evaluation."""
-
-    label: str
-    condition: str
-    seed: int
-    evaluation: Evaluation
-    width: int | None = None
-
-
-def arm_label(condition: str, seed: int) -> str:
-    """The label of a condition's arm at a seed, as progress lines and the report name it.
-
-    Example:
-        >>> arm_label("tmas", 0)
-        'tmas/seed-0'
-    """
-    return f"{condition}/seed-{seed}"
 
 
 @dataclass
@@ -70,33 +52,6 @@ class PilotResult:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     width_rows: dict[str, dict[int, list[dict[str, Any]]]] = field(default_factory=dict)
     widths: dict[str, WidthChoice] = field(default_factory=dict)
-
-
-def interleaved(arms: list[Arm], jobs: dict[str, list[ProblemJob]]) -> list[tuple[Arm, ProblemJob]]:
-    """Every arm's jobs, problem by problem, the order of the arms turning with each problem.
-
-    Example:
-        >>> arms = [Arm("a", "a", 0, None), Arm("b", "b", 0, None)]
-        >>> [(arm.label, job) for arm, job in interleaved(arms, {"a": [1, 2], "b": [1, 2]})]
-        [('a', 1), ('b', 1), ('b', 2), ('a', 2)]
-    """
-    order = []
-    for index in range(max((len(j) for j in jobs.values()), default=0)):
-        turn = index % max(len(arms), 1)
-        for arm in arms[turn:] + arms[:turn]:
-            if index < len(jobs[arm.label]):
-                order.append((arm, jobs[arm.label][index]))
-    return order
-
-
-def tokens_of(row: dict[str, Any]) -> int:
-    """A row's tokens, prompt and answer.
-
-    Example:
-        >>> tokens_of({"tokens_in": 3, "tokens_out": 4})
-        7
-    """
-    return int(row["tokens_in"]) + int(row["tokens_out"])
 
 
 class Study:
@@ -151,13 +106,14 @@ class Study:
 
     def dedupe_sources(self) -> list[str]:
         """What the study's problems are deduplicated against, as the file names them: its
-        ``dedupe_against`` files and its training conditions' data.
+                ``dedupe_against`` files and its training conditions' data.
 
-        Example:
-            >>> from tmas.eval.study_file import parse_study
-            >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
-            ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
-            ['gsm8k']
+                Example:
+                    >>> from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
+        from tmas.eval.study_file import parse_study
+                    >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
+                    ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
+                    ['gsm8k']
         """
         trained = [str(c.train.settings["data"]) for c in self.conditions.values() if c.train]
         return list(dict.fromkeys([*self.file.problems.dedupe_against, *trained]))
@@ -211,6 +167,8 @@ class Study:
             layers.insert(0, {"roles": condition.roles})
         if width is not None and condition.match_tokens is not None:
             layers.append(condition.match_tokens.settings(width))
+        if condition.settings.get("memory"):  # the arm's own memory
+            layers.append({"memory": arm_namespace(condition.settings["memory"], name, seed)})
         layers.append({"seed": seed})
         plugins = [self._plugin(p) for p in condition.plugins]
         try:
@@ -247,12 +205,13 @@ class Study:
     def folder(self, name: str, seed: int) -> Path:
         """The evaluation folder of a condition at a seed.
 
-        Example:
-            >>> from tmas.eval.study_file import parse_study
-            >>> study = Study(parse_study({"name": "s", "reference": "a",
-            ...     "conditions": {"a": {}}}), Path("out"))
-            >>> study.folder("a", 3).as_posix()
-            'out/conditions/a/seed-3'
+                Example:
+                    >>> from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
+        from tmas.eval.study_file import parse_study
+                    >>> study = Study(parse_study({"name": "s", "reference": "a",
+                    ...     "conditions": {"a": {}}}), Path("out"))
+                    >>> study.folder("a", 3).as_posix()
+                    'out/conditions/a/seed-3'
         """
         return self.out_dir / "conditions" / name / f"seed-{seed}"
 
@@ -261,7 +220,14 @@ class Study:
         """Every arm's jobs, by label; refuses (``EvaluationMismatch``) a folder whose saved
         results were made with other settings, before anything runs."""
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        return {arm.label: arm.evaluation.prepare() for arm in arms}
+        jobs = {arm.label: arm.evaluation.prepare() for arm in arms}
+        for arm in arms:
+            items = self.conditions[arm.condition].memory_import
+            if items is not None:
+                namespace = arm.evaluation.plan.config.memory
+                assert namespace is not None  # the file's validation says so
+                seed_memory(self.db, namespace, read_items(Path(self.file.path(items))))
+        return jobs
 
     def solve_arms(
         self, arms: list[Arm], jobs: dict[str, list[ProblemJob]], *, finish: bool = True
@@ -293,8 +259,8 @@ class Study:
         return rows
 
     def pilot(self) -> PilotResult:
-        """Run the pilot: the first ``pilot.problems`` problems at the first seed, every
-        unmatched condition in its own folder, every matched one at its pilot widths (under
+        """Run the pilot: the first ``pilot.problems`` problems, every unmatched condition
+        at its first seed in its own folder, every matched one at its pilot widths (under
         ``OUT/pilot``); then choose each matched width against the reference's tokens on the
         same problems."""
         problems = self.problems()[0][: self.file.pilot.problems]
@@ -303,8 +269,9 @@ class Study:
         seed = self.file.seeds[0]
         arms: list[Arm] = []
         for name, condition in self.conditions.items():
-            if condition.match_tokens is None:
-                arms.append(self._arm(name, name, seed, self.folder(name, seed), problems))
+            if condition.match_tokens is None:  # at its own first seed: the study's own runs
+                own = self.file.seeds_of(name)[0]
+                arms.append(self._arm(name, name, own, self.folder(name, own), problems))
                 continue
             for width in condition.match_tokens.pilot_widths:
                 folder = self.out_dir / "pilot" / f"{name}-w{width}"
@@ -372,9 +339,9 @@ class Study:
 
     def write_design(self, widths: dict[str, WidthChoice], arms: list[Arm]) -> dict[str, Any]:
         """Record what the study resolved (``design.json``): problems, deduplication, the
-        plans of the arms (first seed), matched widths, engine and concurrency."""
+        plans of the arms (each condition's first seed), matched widths, engine and
+        concurrency."""
         problems, overlap = self.problems()
-        seed = self.file.seeds[0]
         design = {
             "study": self._document(),
             "command": self.command,
@@ -386,7 +353,9 @@ class Study:
             "max_concurrency": self.file.max_concurrency,
             "widths": {name: choice.record() for name, choice in widths.items()},
             "plans": {
-                arm.condition: arm.evaluation.plan.record() for arm in arms if arm.seed == seed
+                arm.condition: arm.evaluation.plan.record()
+                for arm in arms
+                if arm.seed == self.file.seeds_of(arm.condition)[0]
             },
             **self.design_extras(),
         }

@@ -95,7 +95,7 @@ class Training(_Strict):
     data's problems are left out of the study's problems."""
 
     kind: Literal["grpo", "sft", "latent"]
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict, validate_default=True)
     roles: list[str] = Field(default_factory=list, description="roles given the adapter")
     warm_start: str | None = None
 
@@ -128,6 +128,9 @@ class Condition(_Strict):
     train: Training | None = None
     seeds: list[int] | None = Field(
         None, description="a subset of the study's seeds (an expensive arm); None: all"
+    )
+    memory_import: str | None = Field(
+        None, description="memory items (tmas memory export) each arm's memory starts with"
     )
 
 
@@ -213,6 +216,14 @@ class StudyFile(_Strict):
             raise ValueError("the reference sets the token budget: it cannot match_tokens")
         for name, condition in self.conditions.items():
             self._warm_starts(name)
+            remembers = bool(condition.settings.get("memory"))
+            if condition.memory_import is not None and not remembers:
+                raise ValueError(f"condition {name}: memory_import needs a memory: setting")
+            if remembers and self.concurrency != 1:
+                raise ValueError(
+                    f"condition {name} remembers across problems: run the study with "
+                    "concurrency: 1 (every condition then sees the problems in the same order)"
+                )
             if condition.seeds is not None and (
                 not condition.seeds
                 or not set(condition.seeds) <= set(self.seeds)

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from tmas.eval.power import detectable_effect, discordant_share, half_width, problems_needed
 from tmas.eval.results import mean
-from tmas.eval.study import PilotResult, tokens_of
+from tmas.eval.study import PilotResult
+from tmas.eval.study_arms import tokens_of
 
 if TYPE_CHECKING:
     from tmas.eval.study import Study

@@ -13,7 +13,8 @@ from typing import Any
 
 from tmas.eval.intervals import bootstrap_mean, paired_seed_difference
 from tmas.eval.results import ANSWERED, mean, per_iteration
-from tmas.eval.study import Study, arm_label, tokens_of
+from tmas.eval.study import Study
+from tmas.eval.study_arms import arm_label, tokens_of
 from tmas.eval.study_plots import write_study_plots
 
 REPORT_MD, REPORT_JSON = "report.md", "report.json"

@@ -5,12 +5,14 @@ identity says the plan (topology spec and settings) and the models, its results 
 problems the plan solved and at what cost. Several folders of one plan (run at other seeds)
 are several runs of it: a plan's record on a problem is its success rate over its runs. For
 each problem, a plan beats another when its success rate is higher by at least a margin
-(``correct-over-incorrect``; with one run each, right beats wrong); optionally, of two plans
-right equally often (the same success rate, at least one half), the clearly cheaper one beats
-the other
-(``cheaper-over-costlier``). Problems are split into training and held-out ones before any
-pair is made, so no problem is on both sides. Pairs are only built across evaluations made on
-the same models, of the same problems (same text and gold).
+(``correct-over-incorrect``; with one run each, right beats wrong); optionally, the clearly
+cheaper of two plans beats the other when it is right at least half the time and its success
+rate is at most ``cost_tolerance`` below the costlier one's (``cheaper-over-costlier``; with
+the tolerance 0, only when it is right at least as often: a cost-aware rule lets a cheaper plan
+a little less reliable win, so labels can say "easy problem: the cheap plan is enough").
+Problems are split into training and held-out ones before any pair is made, so no problem is
+on both sides. Pairs are only built across evaluations made on the same models, of the same
+problems (same text and gold).
 """
 
 from __future__ import annotations
@@ -235,9 +237,20 @@ def pair_row(winner: PlanRecord, loser: PlanRecord, source: str) -> dict[str, An
     return row
 
 
-def same_rate(first: PlanRecord, second: PlanRecord) -> bool:
-    """Whether two plans were right equally often (exactly, whatever their run counts)."""
-    return first.successes * second.runs == second.successes * first.runs
+def close_enough(cheap: PlanRecord, costly: PlanRecord, tolerance: float) -> bool:
+    """Whether ``cheap`` was right at least half the time and its success rate is at most
+    ``tolerance`` below ``costly``'s (compared exactly, whatever their run counts).
+
+    Example:
+        >>> def record(successes, runs):
+        ...     return PlanRecord("p", "q", None, runs, successes, 10.0)
+        >>> cheap, costly = record(2, 3), record(3, 3)
+        >>> close_enough(cheap, costly, 0.0), close_enough(cheap, costly, 0.34)
+        (False, True)
+    """
+    slack = tolerance * cheap.runs * costly.runs + 1e-9
+    below = costly.successes * cheap.runs - cheap.successes * costly.runs
+    return 2 * cheap.successes >= cheap.runs and below <= slack
 
 
 def problem_pairs(
@@ -245,10 +258,16 @@ def problem_pairs(
     cheaper: bool = False,
     margin: float = 0.1,
     success_margin: float = 0.5,
+    cost_tolerance: float = 0.0,
 ) -> list[dict[str, Any]]:
     """The pairs of one problem: a plan over another whose success rate is lower by at least
-    ``success_margin``; with ``cheaper``, of two plans right equally often (the same rate, at
-    least one half), the one using at least ``margin`` fewer tokens."""
+    ``success_margin``; with ``cheaper``, a plan using at least ``margin`` fewer tokens over one
+    it is :func:`close_enough` to (``cost_tolerance``: how much less often it may be right)."""
+    if cost_tolerance >= success_margin:
+        raise PairsError(
+            f"cost_tolerance {cost_tolerance} must be below success_margin {success_margin}: "
+            "else one pair of plans could win both ways"
+        )
     records = plan_records(outcomes)
     pairs = []
     for winner in records:
@@ -258,7 +277,7 @@ def problem_pairs(
             gap = winner.rate - loser.rate
             if gap >= success_margin - 1e-9:
                 pairs.append(pair_row(winner, loser, CORRECT_OVER_INCORRECT))
-            elif cheaper and same_rate(winner, loser) and winner.rate >= 0.5:
+            elif cheaper and gap > -success_margin and close_enough(winner, loser, cost_tolerance):
                 if winner.tokens <= loser.tokens * (1 - margin):
                     pairs.append(pair_row(winner, loser, CHEAPER_OVER_COSTLIER))
     return pairs
@@ -294,6 +313,7 @@ def build_pairs(
     db: str | Path | None = None,
     *,
     success_margin: float = 0.5,
+    cost_tolerance: float = 0.0,
     held_out: float = 0.0,
     seed: int = 0,
 ) -> PairSet:
@@ -321,7 +341,9 @@ def build_pairs(
     sides: dict[str, list[dict[str, Any]]] = {"train": [], "held_out": []}
     for problem_id in sorted(outcomes):
         side = "held_out" if outcomes[problem_id][0].problem in held else "train"
-        sides[side] += problem_pairs(outcomes[problem_id], cheaper, margin, success_margin)
+        sides[side] += problem_pairs(
+            outcomes[problem_id], cheaper, margin, success_margin, cost_tolerance
+        )
     runs = Counter(r.runs for problem in outcomes.values() for r in plan_records(problem))
     report = {
         "evaluations": len(artifacts),
@@ -331,6 +353,7 @@ def build_pairs(
         "held_out_problems": len(held),
         "problems_with_pairs": len({p["problem_id"] for p in sides["train"] + sides["held_out"]}),
         "success_margin": success_margin,
+        "cost_tolerance": cost_tolerance if cheaper else None,
         "pairs": dict(Counter(p["source"] for p in sides["train"])),
         "held_out_pairs": dict(Counter(p["source"] for p in sides["held_out"])),
         "skipped_rows": dict(skipped),
