@@ -13,8 +13,9 @@ after another, in the file's order; ``--off-concurrency`` lets the plain run, wh
 not matter, batch several problems). It prints accuracy over the whole sequence, its first and
 second half (memory can only help once something is in it) and per trap; the paired difference
 (memory on minus off, same problems) with a bootstrap 95% interval, over all problems and over
-the second half; tokens per problem; how many remembered lessons each problem was shown; and
-what the memory held at the end. ``report.json`` in ``--out`` keeps every figure.
+the second half; tokens per problem; how many remembered lessons each problem's prompts showed
+(not how many the memory seeded its banks with); and what the memory held at the end.
+``report.json`` in ``--out`` keeps every figure.
 
     python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--traps hard]
 """
@@ -34,7 +35,7 @@ from trap_problems import EASY_TRAPS, HARD_TRAPS, generate
 
 from tmas.eval.data import load_problems
 from tmas.eval.intervals import paired_difference
-from tmas.lifecycle.history import saved_state
+from tmas.lifecycle.history import latest_run_states
 from tmas.memory.banks import remembered_items
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import open_storage
@@ -85,15 +86,26 @@ def rows_in_order(folder: Path, problems: list[dict[str, Any]]) -> list[dict[str
 
 
 def lessons_shown(db: Path, rows: list[dict[str, Any]]) -> list[int]:
-    """How many remembered lessons each run's banks started with."""
+    """How many remembered lessons each run's prompts showed (:func:`shown_lessons`)."""
     storage = open_storage(db)
     try:
-        return [
-            len(remembered_items(saved_state(storage, row["run_id"], full_history=False)))
-            for row in rows
-        ]
+        return [len(shown_lessons(storage, row["run_id"])) for row in rows]
     finally:
         storage.close()
+
+
+def shown_lessons(storage: Any, run_id: str) -> set[str]:
+    """The remembered items (lessons from the memory) that a solver prompt of run ``run_id``
+    showed, in any iteration: those among the experiences its candidates were given. A prompt
+    shows at most ``experiences_per_prompt`` items of its bank, however many the memory seeded
+    the bank with."""
+    remembered: set[str] = set()
+    given: set[str] = set()
+    for state in latest_run_states(storage.checkpointer, run_id):
+        remembered.update(item["id"] for item in remembered_items(state))
+        for candidate in state.get("candidates") or []:
+            given.update(candidate.get("experience_ids") or [])
+    return given & remembered
 
 
 def memory_items(db: Path) -> list[dict[str, Any]]:

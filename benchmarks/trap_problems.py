@@ -163,10 +163,21 @@ def clock(hour: int, minute: int) -> str:
     return f"{(hour - 1) % 12 + 1}:{minute:02d} {'AM' if hour < 12 else 'PM'}"
 
 
+NOON = 12 * 60  # minutes after midnight
+
+
 def elapsed(rng: random.Random, shape: int) -> Made:
+    """From a morning time (9:05 AM to 11:55 AM) to an afternoon time at least five minutes
+    after noon and at most three hours after it: every problem crosses noon.
+
+    >>> text, answer, _ = elapsed(random.Random(0), 0)
+    >>> "AM and arrives at" in text and "PM the same day" in text, answer > 0
+    (True, True)
+    """
     name = rng.choice(NAMES)
     start_hour, start_minute = rng.randint(9, 11), rng.choice(range(5, 60, 5))
-    length = rng.randint(70, 200)
+    to_noon = NOON - (start_hour * 60 + start_minute)
+    length = rng.randint(max(70, to_noon + 5), to_noon + 180)
     end = start_hour * 60 + start_minute + length
     end_hour, end_minute = divmod(end, 60)
     begin, finish = clock(start_hour, start_minute), clock(end_hour, end_minute)

@@ -105,11 +105,21 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     assert (trainer["scale_rewards"], trainer["mask_truncated_completions"]) == ("group", True)
     assert trainer["loss_type"] == "dapo" and trainer["max_completion_length"] == 16
     assert record["rows"] == {"used": 3, "prompt_too_long": 0}
-    assert record["dropped_zero_spread_groups"] >= 0 and record["excluded_completions"] >= 0
 
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     steps = [line["step"] for line in lines if "loss" in line]
     assert steps == list(range(1, STEPS + 1))
+    # The counters of training.json count this process's steps (those after the checkpoint it
+    # resumed from), one batch of one prompt's two completions a step: exactly the groups
+    # without spread and the completions left out that those steps logged.
+    resumed = int(record["resumed_from"].rsplit("-", 1)[1])
+    rerun = [line for line in lines if "loss" in line and line["step"] > resumed]
+    assert len(rerun) == STEPS - resumed
+    assert all(line["spread/zero_spread_groups"] in (0.0, 1.0) for line in rerun)
+    dropped = sum(line["spread/zero_spread_groups"] for line in rerun)
+    assert record["dropped_zero_spread_groups"] == dropped
+    assert record["excluded_completions"] == sum(line["judge_failures"] for line in rerun)
+    assert record["judge_failures"] == record["excluded_completions"]
     for line in (line for line in lines if "loss" in line):
         assert math.isfinite(line["loss"]) and math.isfinite(line["kl"])
         assert "rewards/correctness/mean" in line and "completions/mean_length" in line

@@ -1,7 +1,8 @@
 """The hybrid reward on hand-written completions: each component's effect on GRPO advantages
 inside one group (the only place a reward term can teach), novelty paid only for a right answer,
-an empty bank not judged, failed judgements left out (never raised), and the same scores
-through the TRL reward functions."""
+an empty bank not judged, failed judgements left out (never raised), the judge's own verdict
+read even where it echoes the instruction, and the same scores through the TRL reward functions
+(test_trl_advantages.py puts them through TRL's GRPOTrainer itself)."""
 
 from __future__ import annotations
 
@@ -181,6 +182,26 @@ def test_judge_template_and_verdict_parsing(tmp_path) -> None:
     bad.write_text("Is {solution} new?")
     with pytest.raises(ValueError, match="lacks {problem}, {strategies}"):
         load_template(bad)
+
+
+def test_a_judge_echoing_the_instruction_is_read_by_its_own_verdict() -> None:
+    """The instruction the bundled template gives, echoed before or after the judge's verdict,
+    offers both verdicts and is never read as one."""
+    instruction = load_template(None).rsplit("{solution}", 1)[1].strip()
+    assert '"Novel: yes" or "Novel: no"' in instruction
+    replies = {
+        f"The solution counts on a number line.\nNovel: yes\n{instruction}": True,
+        f"{instruction}\nNovel: yes": True,
+        f"Novel: yes ({instruction})": True,
+        "Novel: yes\nFormat: Novel: yes|no": True,
+        "Novel: yes. (Answer Novel: yes/no.)": True,
+        f"{instruction}\nNovel: no": False,
+        "Novel: no\nNovel: yes or no?": False,
+    }
+    assert {reply: parse_verdict(reply) for reply in replies} == replies
+    with pytest.raises(JudgeError):  # the instruction alone is no verdict
+        parse_verdict(instruction)
+    assert judge(f"Novel: yes\n{instruction}").novelty("?", BANK, RIGHT) == 1.0
 
 
 def test_each_new_batch_is_scored_afresh() -> None:

@@ -15,6 +15,14 @@ from tmas.nodes.prompts import PromptSet, bullet_list, clip
 
 VERDICT = re.compile(r"novel\s*[:=]\s*\**\s*(yes|no)\b", re.IGNORECASE)
 LEADING_VERDICT = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+_QUOTES = r"[\s*\"'`<>\[\]()]*"
+CHOICE = re.compile(
+    rf"(?:novel\s*[:=]{_QUOTES})?\b(yes|no)\b{_QUOTES}(?:\||/|\bor\b){_QUOTES}"
+    rf"(?:novel\s*[:=]{_QUOTES})?\b(yes|no)\b",
+    re.IGNORECASE,
+)
+"""Both verdicts offered as a choice ("Novel: yes or Novel: no", "Novel: yes|no"): the
+instruction echoed, not a verdict."""
 SOLUTION_CHARS = 3000
 
 
@@ -48,17 +56,31 @@ def load_template(path: str | Path | None) -> str:
 
 
 def parse_verdict(reply: str) -> bool:
-    """The last ``Novel: yes|no`` of a judge's reply, or a reply that starts with yes or no
-    (small judges often answer so); JudgeError otherwise.
+    """The judge's verdict: the last ``Novel: yes|no`` of its reply, or a reply that starts
+    with yes or no (small judges often answer so); JudgeError otherwise. Both verdicts offered
+    as a choice, as the instruction words them (``"Novel: yes" or "Novel: no"``,
+    ``Novel: yes|no``, ``yes/no``), are an echo of the instruction and never read as a verdict,
+    whether the judge repeats them before or after its own.
 
     Example:
         >>> parse_verdict("Both use algebra.\\nNovel: no"), parse_verdict("Yes, it differs.")
         (False, True)
+        >>> parse_verdict('Novel: no\\n(Answer with exactly "Novel: yes" or "Novel: no".)')
+        False
+        >>> parse_verdict("Format: Novel: yes|no\\nIt counts on a number line. Novel: yes")
+        True
     """
-    found = VERDICT.findall(reply) or LEADING_VERDICT.findall(reply)
+    verdicts = CHOICE.sub(_unless_one_verdict, reply)
+    found = VERDICT.findall(verdicts) or LEADING_VERDICT.findall(verdicts)
     if not found:
         raise JudgeError(f"no 'Novel: yes|no' verdict in the judge's reply: {clip(reply, 80)!r}")
     return found[-1].lower() == "yes"
+
+
+def _unless_one_verdict(choice: re.Match[str]) -> str:
+    """A choice of both verdicts removed; the same verdict twice kept."""
+    first, second = (word.lower() for word in choice.groups())
+    return choice.group(0) if first == second else " "
 
 
 class NoveltyJudge:
