@@ -104,7 +104,8 @@ def test_each_remembering_arm_has_its_own_memory_and_lessons_seed_it(
     tmp_path: Path, server: FakeOpenAIServer
 ) -> None:
     lessons = tmp_path / "lessons.jsonl"
-    lessons.write_text(json.dumps(lesson("Ducks lay eggs per day: subtract the eggs she eats and bakes before selling.")) + "\n")
+    text = "Ducks lay eggs per day: subtract the eggs she eats and bakes before selling."
+    lessons.write_text(json.dumps(lesson(text)) + "\n")
     settings = {"n_candidates": 1, "n_verifications": 1, "max_iterations": 1}
     document = study_document(self_consistency=False, reference="off", conditions={
         "off": {"settings": settings},
