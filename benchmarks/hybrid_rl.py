@@ -82,15 +82,17 @@ def crossed_mode(index: int, kinds: int) -> str:
 
 
 def common_wrong(texts: list[str], gold: str) -> tuple[str, str] | None:
-    """The most frequent wrong boxed answer among ``texts`` and the first text giving it.
+    """The most frequent wrong numeric answer among ``texts`` and the first text giving it
+    (a reply whose extracted answer holds no digit is a failure to answer, not an attempt to
+    repair).
 
-    >>> common_wrong(["\\\\boxed{3}", "so \\\\boxed{5}", "\\\\boxed{5}"], "3")
+    >>> common_wrong(["\\\\boxed{3}", "so \\\\boxed{5}", "\\\\boxed{5}", "\\\\boxed{is}"], "3")
     ('5', 'so \\\\boxed{5}')
     """
     wrong: dict[str, list[str]] = {}
     for text in texts:
         answer = extract_answer(text).value
-        if answer and not is_correct(answer, gold):
+        if answer and any(c.isdigit() for c in answer) and not is_correct(answer, gold):
             wrong.setdefault(answer, []).append(text)
     if not wrong:
         return None
@@ -149,7 +151,7 @@ def training_rows(count: int, seed: int, samples: int) -> tuple[list[dict], Coun
     return rows, made
 
 
-def rft_rows(out: Path, count: int) -> int:
+def rft_rows(out: Path, count: int, threads: int | None) -> int:
     """TMAS runs of the embedded SmolLM2 on ``count`` other problems, exported as rows."""
     problems = generate(count, seed=4, kinds=KINDS_TRAINED)
     with tempfile.TemporaryDirectory() as work:
@@ -158,7 +160,8 @@ def rft_rows(out: Path, count: int) -> int:
         db = str(Path(work) / "runs.sqlite")
         tmas("eval", "--data", str(data), "--out", f"{work}/eval", "--db", db, "--graph", "tmas",
              "-n", "4", "-m", "1", "-t", "2", "--model", "smollm2", "--temperature", "0.7",
-             "--max-tokens", "128", "--seed", "4", "--quiet", label="TMAS runs")  # fmt: skip
+             "--max-tokens", "128", "--seed", "4", "--quiet",
+             *(["--threads", str(threads)] if threads else []), label="TMAS runs")  # fmt: skip
         tmas("export", "rollouts", f"{work}/eval", "--db", db, "--out",
              str(out / "rft_rows.jsonl"), label="export")  # fmt: skip
     return len((out / "rft_rows.jsonl").read_text().splitlines())
@@ -175,6 +178,7 @@ def main() -> None:
     parser.add_argument("--eval", type=int, default=450, help="held-out problems (before dedupe)")
     parser.add_argument("--rft", type=int, default=24, help="problems of the warm start's runs")
     parser.add_argument("--samples", type=int, default=8, help="base draws per exploit row")
+    parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     rows, made = training_rows(args.train, seed=1, samples=args.samples)
@@ -182,7 +186,7 @@ def main() -> None:
     held = [{k: p[k] for k in ("id", "problem", "answer", "kind")}
             for p in generate(args.eval, seed=2, kinds=KINDS_TRAINED)]  # fmt: skip
     write_jsonl(args.out / "hybrid_eval.jsonl", held)
-    exported = rft_rows(args.out, args.rft) if args.rft else 0
+    exported = rft_rows(args.out, args.rft, args.threads) if args.rft else 0
     print(json.dumps({"rows": dict(made), "held_out": len(held), "rft_rows": exported}))
 
 

@@ -23,7 +23,7 @@ from tmas.cli.run_options import AutoPlanOptions, RunOptions
 from tmas.config import ConfigError
 
 FIELDS = tuple(f.name for f in fields(ModelOptions))
-TAKE_A_MODEL = {"solve", "eval", "serve", "resume", "train grpo", "train filter",
+TAKE_A_MODEL = {"solve", "eval", "serve", "resume", "train grpo", "train sft", "train filter",
                 "train latent", "orchrm train", "orchrm score"}  # fmt: skip
 
 

@@ -15,7 +15,7 @@ from tests.eval.test_study import run_study, study_document, write_study
 from tmas.eval.data import Problem
 from tmas.eval.dedupe import deduplicated
 from tmas.eval.study import Study
-from tmas.eval.study_file import StudyError, parse_study
+from tmas.eval.study_file import StudyError, load_study, parse_study
 from tmas.lifecycle.history import latest_run_states
 from tmas.lifecycle.run_database import open_runs
 from tmas.memory.banks import remembered_items
@@ -154,3 +154,34 @@ def test_a_generated_problem_of_the_same_kind_and_numbers_is_a_copy() -> None:
     ]  # fmt: skip
     kept, overlap = deduplicated(held, training)
     assert [p.id for p in kept] == ["b"] and overlap.near == ["a"]
+
+
+REPO = Path(__file__).parents[2]
+STUDIES = sorted(REPO.glob("benchmarks/studies/*.yaml"))
+IN_REPO = [  # studies whose full-size data ship with the repository (others read ../shared)
+    path for path in STUDIES
+    if (path.parent / load_study(path).problems.data).resolve().is_relative_to(REPO)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("path", "toy"),
+    [*((p, True) for p in STUDIES), *((p, False) for p in IN_REPO)],
+    ids=lambda v: v.stem if isinstance(v, Path) else ("toy" if v else "full"),
+)
+def test_every_shipped_study_resolves_its_problems_plans_and_trainings(
+    path: Path, toy: bool, tmp_path: Path
+) -> None:
+    from tmas.training.study_training import TrainingStudy
+
+    study = TrainingStudy(load_study(path, toy=toy), tmp_path)
+    problems, _ = study.problems()
+    assert problems, "no problem left after deduplication"
+    if not toy and study.file.problems.limit:
+        assert len(problems) == study.file.problems.limit  # enough held out to fill the limit
+    for name, condition in study.conditions.items():
+        seed = study.file.seeds_of(name)[0]
+        if condition.train is None:
+            assert study.plan(name, seed).topology.name
+        else:
+            assert study.training_settings(name, condition.train, seed).seed == seed

@@ -51,12 +51,11 @@ def test_a_training_study_trains_each_seed_and_warm_starts_from_the_same_seed(
 ) -> None:
     answer = {"n_candidates": 1, "temperature": 0, "solver_max_tokens": 4}
     study = {
-        "name": "training", "reference": "base", "seeds": [0, 1], "self_consistency": False,
+        "name": "training", "reference": "sft", "seeds": [0, 1], "self_consistency": False,
         "problems": {"data": "gsm8k", "limit": 1},
         "backend": {"kind": "hf", "model": "smollm2"},
         "pilot": {"problems": 1},
         "conditions": {
-            "base": {"graph": "majority_vote", "settings": answer},
             "sft": {"graph": "majority_vote", "settings": answer,
                     "train": {"kind": "sft", "settings": {"data": str(rows), "steps": 1,
                                                           "batch_size": 1}}},

@@ -8,8 +8,7 @@ finishes what is missing; a changed condition is refused by its folder's identit
 Example (Python; ``tmas study STUDY.yaml --out DIR`` does the same)::
 
     from tmas.eval.study import Study
-    from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
-from tmas.eval.study_file import load_study
+    from tmas.eval.study_file import load_study
     from tmas.eval.study_report import report_study
     study = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out"))
     report = report_study(study)  # report.md, report.json, pareto.png, iterations.png
@@ -106,14 +105,13 @@ class Study:
 
     def dedupe_sources(self) -> list[str]:
         """What the study's problems are deduplicated against, as the file names them: its
-                ``dedupe_against`` files and its training conditions' data.
+        ``dedupe_against`` files and its training conditions' data.
 
-                Example:
-                    >>> from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
-        from tmas.eval.study_file import parse_study
-                    >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
-                    ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
-                    ['gsm8k']
+        Example:
+            >>> from tmas.eval.study_file import parse_study
+            >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
+            ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
+            ['gsm8k']
         """
         trained = [str(c.train.settings["data"]) for c in self.conditions.values() if c.train]
         return list(dict.fromkeys([*self.file.problems.dedupe_against, *trained]))
@@ -205,13 +203,12 @@ class Study:
     def folder(self, name: str, seed: int) -> Path:
         """The evaluation folder of a condition at a seed.
 
-                Example:
-                    >>> from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
-        from tmas.eval.study_file import parse_study
-                    >>> study = Study(parse_study({"name": "s", "reference": "a",
-                    ...     "conditions": {"a": {}}}), Path("out"))
-                    >>> study.folder("a", 3).as_posix()
-                    'out/conditions/a/seed-3'
+        Example:
+            >>> from tmas.eval.study_file import parse_study
+            >>> study = Study(parse_study({"name": "s", "reference": "a",
+            ...     "conditions": {"a": {}}}), Path("out"))
+            >>> study.folder("a", 3).as_posix()
+            'out/conditions/a/seed-3'
         """
         return self.out_dir / "conditions" / name / f"seed-{seed}"
 

@@ -73,6 +73,20 @@ def _read_json_lines(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def plan_name(folder: Path) -> str:
+    """The name of the plan an evaluation folder ran: the folder's name, or for an arm of a
+    study (``OUT/conditions/NAME/seed-S``) its condition's.
+
+    Example:
+        >>> plan_name(Path("/runs/ev-vote3")), plan_name(Path("/study/conditions/direct/seed-2"))
+        ('ev-vote3', 'direct')
+    """
+    folder = folder.resolve()
+    if folder.name.startswith("seed-") and folder.parent.parent.name == "conditions":
+        return folder.parent.name
+    return folder.name
+
+
 def read_artifact(folder: Path) -> Artifact:
     """The saved evaluation in ``folder``; PairsError when it is not one.
 
@@ -92,7 +106,7 @@ def read_artifact(folder: Path) -> Artifact:
     if identity.get("stopped"):
         raise PairsError(f"{folder}: the evaluation stopped ({identity['stopped']}); finish it")
     try:
-        plan = plan_from_identity(identity, str(folder), name=folder.resolve().name)
+        plan = plan_from_identity(identity, str(folder), name=plan_name(folder))
     except PlanError as exc:
         raise PairsError(str(exc)) from None
     rows = _read_json_lines(results_path) if results_path.is_file() else []
