@@ -21,7 +21,7 @@ of the same kind with the same numbers. Rollouts for the warm start are the solv
 ``tmas eval --graph tmas`` with the embedded SmolLM2 on other problems (seed 4), exported with
 ``tmas export rollouts`` (``tmas train sft`` keeps the verified-correct ones).
 
-    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 24]
+    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 14]
 
 Writes ``hybrid_rows.jsonl``, ``hybrid_eval.jsonl`` and ``rft_rows.jsonl`` in ``--out``.
 """
@@ -176,7 +176,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--train", type=int, default=48, help="training rows")
     parser.add_argument("--eval", type=int, default=450, help="held-out problems (before dedupe)")
-    parser.add_argument("--rft", type=int, default=24, help="problems of the warm start's runs")
+    parser.add_argument("--rft", type=int, default=14, help="problems of the warm start's runs")
     parser.add_argument("--samples", type=int, default=8, help="base draws per exploit row")
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     args = parser.parse_args()
