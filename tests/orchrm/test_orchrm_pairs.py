@@ -16,9 +16,20 @@ from tmas.eval.identity import evaluation_identity
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.run_plan import plan_run
 from tmas.llm.backend import BackendSpec
-from tmas.orchrm.baselines import PlanFeatureModel, PlanPrior
+from tmas.orchrm.baselines import (
+    FamilyPlanModel,
+    PlanFeatureModel,
+    PlanPrior,
+    leave_one_problem_out,
+)
 from tmas.orchrm.choice import PlanChooser
-from tmas.orchrm.pairs import CORRECT_OVER_INCORRECT, Outcome, build_pairs, problem_pairs
+from tmas.orchrm.pairs import (
+    CORRECT_OVER_INCORRECT,
+    Outcome,
+    PairsError,
+    build_pairs,
+    problem_pairs,
+)
 from tmas.orchrm.plan_space import plan_space_from_data
 from tmas.orchrm.plans import make_plan
 from tmas.orchrm.reward_model import RM_RECORD, RewardModelError, fitted_problem, render_input
@@ -195,6 +206,29 @@ def test_plan_only_baselines_learn_a_prior_and_nothing_that_depends_on_the_probl
 def test_a_cheaper_plan_right_less_often_never_wins_on_cost() -> None:
     worse = runs(COT, [True, True, False], tokens=100) + runs(VOTE, [True, True, True], tokens=400)
     assert problem_pairs(worse, cheaper=True) == []  # 2/3 against 3/3: within the margin
+
+
+def test_with_a_cost_tolerance_a_cheaper_plan_nearly_as_reliable_wins() -> None:
+    nearly = runs(COT, [True, True, False], tokens=100) + runs(VOTE, [True, True, True], tokens=400)
+    [pair] = problem_pairs(nearly, cheaper=True, cost_tolerance=0.34)
+    assert pair["chosen_plan"] == "cot" and pair["source"] == "cheaper-over-costlier"
+    seldom = runs(COT, [True, False, False], tokens=100) + runs(VOTE, [True, True, False], 400)
+    assert problem_pairs(seldom, cheaper=True, cost_tolerance=0.34) == []  # right 1 in 3
+    with pytest.raises(PairsError, match="must be below success_margin"):
+        problem_pairs(nearly, cheaper=True, cost_tolerance=0.5)
+
+
+def test_a_family_by_plan_model_sees_what_the_prior_cannot_left_out_problem_by_problem() -> None:
+    pairs = []
+    for index in range(8):  # easy problems: the cheap plan wins; traps: the costly one
+        family = "easy" if index % 2 else "trap"
+        chosen, rejected = (COT.text, VOTE.text) if family == "easy" else (VOTE.text, COT.text)
+        pairs.append({"chosen": chosen, "rejected": rejected, "problem_id": str(index),
+                      "family": family})  # fmt: skip
+    prior = leave_one_problem_out(pairs, PlanPrior.fit)
+    family = leave_one_problem_out(pairs, lambda ps: FamilyPlanModel.fit(ps, lambda p: p["family"]))
+    assert family["accuracy"] == 1.0 and prior["accuracy"] <= 0.5
+    assert family["problems"] == 8 and family["interval"][0] == 1.0
 
 
 class ReadsOnlyCot(EqualScores):
