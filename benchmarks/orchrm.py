@@ -34,7 +34,9 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from tmas.eval.intervals import bootstrap_mean
+from word_problems import ONE_STEP
+
+from tmas.eval.intervals import bootstrap_mean, paired_seed_difference
 from tmas.orchrm.baselines import (
     FamilyPlanModel,
     PlanFeatureModel,
@@ -112,6 +114,14 @@ def selection(ids: list[str], texts: dict[str, str], plans: dict[str, str], by_p
     return picks
 
 
+def family_of_problem(problem: dict, family: str) -> str:
+    """A problem's family: its ``kind``, or (``group``) one-step against trap."""
+    kind = str(problem.get("kind") or "unknown")
+    if family == "kind":
+        return kind
+    return "one-step" if kind in ONE_STEP else "trap"
+
+
 def pair_verdict(rm: Any, pair: dict) -> float:
     """1 when the reward model scores the chosen plan above the rejected one, 0.5 on a tie."""
     chosen, rejected = rm.score(pair["input"], [pair["chosen"], pair["rejected"]])
@@ -146,13 +156,25 @@ def main() -> None:
     parser.add_argument("--success-margin", type=float, default=0.5)
     parser.add_argument("--cost-tolerance", type=float, default=0.34)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--family",
+        choices=("kind", "group"),
+        default="kind",
+        help="a problem's family: its kind, or one-step against trap",
+    )
+    parser.add_argument(
+        "--rm",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="train the reward model in each fold (--no-rm: the checks only)",
+    )
     parser.add_argument("--toy", action="store_true", help="one fold, one epoch (CI)")
     args = parser.parse_args()
     study, out = args.study, args.study / "orchrm"
     out.mkdir(exist_ok=True)
     folders = study_runs(study)
     problems = study_problems(study)
-    family = {p["id"]: str(p.get("kind") or "unknown") for p in problems}
+    family = {p["id"]: family_of_problem(p, args.family) for p in problems}
     texts = {p["id"]: p["problem"] for p in problems}
     shown = run(["orchrm", "pairs", *(str(f) for fs in folders.values() for f in fs),
                  "--out", str(out / "pairs.jsonl"), "--held-out", "0", "--cheaper",
@@ -170,6 +192,10 @@ def main() -> None:
     models = {"plan prior": PlanPrior.fit, "plan features": PlanFeatureModel.fit,
               "family x plan": lambda ps: FamilyPlanModel.fit(ps, family_of)}  # fmt: skip
     no_model = {name: leave_one_problem_out(pairs, fit) for name, fit in models.items()}
+    for name, result in no_model.items():  # each against the prior, paired by problem
+        if name != "plan prior":
+            paired = paired_seed_difference(no_model["plan prior"]["scores"], result["scores"])
+            result["minus_prior"] = [paired.difference, paired.low, paired.high]
     by_plan = outcomes(folders)
     plans = {p["chosen_plan"]: p["chosen"] for p in pairs} | {
         p["rejected_plan"]: p["rejected"] for p in pairs
@@ -183,20 +209,24 @@ def main() -> None:
         test = [p for p in pairs if p["problem_id"] in held]
         if not train or not test:
             continue
+        fitted = {name: fit(train) for name, fit in models.items()}
+        for pid in sorted(held):
+            own = [p for p in test if p["problem_id"] == pid]
+            for name, model in fitted.items():
+                if own:
+                    fold_scores[name].append([model.accuracy([p]) for p in own])
+        if not args.rm:
+            continue
         folder = out / f"fold-{index}"
         folder.mkdir(exist_ok=True)
         run(["orchrm", "train", str(write_pairs(folder / "train.jsonl", train)), "--out",
              str(folder / "rm"), "--eval-pairs", str(write_pairs(folder / "test.jsonl", test)),
              "--epochs", str(1 if args.toy else args.epochs), "--quiet"])  # fmt: skip
         rm = load_reward_model(folder / "rm")
-        fitted = {name: fit(train) for name, fit in models.items()}
         for pid in sorted(held):
             own = [p for p in test if p["problem_id"] == pid]
-            if not own:
-                continue
-            fold_scores["reward model"].append([pair_verdict(rm, pair) for pair in own])
-            for name, model in fitted.items():
-                fold_scores[name].append([model.accuracy([p]) for p in own])
+            if own:
+                fold_scores["reward model"].append([pair_verdict(rm, pair) for pair in own])
         train_ids = [pid for pid in texts if pid not in held and all(
             pid in by_plan[n] for n in plans)]  # fmt: skip
         fixed = max(plans, key=lambda n: mean(by_plan[n][i]["rate"] for i in train_ids))
@@ -226,7 +256,8 @@ def main() -> None:
         },  # fmt: skip
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
     }
-    (out / "report.json").write_text(json.dumps(report, indent=1))
+    name = "report.json" if args.rm and args.family == "kind" else f"report-{args.family}.json"
+    (out / name).write_text(json.dumps(report, indent=1))
     print(json.dumps(report, indent=1))
 
 

@@ -216,7 +216,8 @@ def leave_one_problem_out(
 ) -> dict[str, Any]:
     """Each problem's pairs scored by ``fit(pairs of every other problem)`` (a model with an
     ``accuracy(pairs)``): the pooled pairwise accuracy, a 95% bootstrap interval over problems
-    (then pairs), and the count of problems and pairs.
+    (then pairs), the count of problems and pairs, and the per-problem ``scores`` (for a
+    paired comparison of two models on the same problems).
 
     Example:
         >>> pairs = [{"chosen": "topology: a\\n", "rejected": "topology: b\\n",
@@ -236,8 +237,8 @@ def leave_one_problem_out(
         model = fit(rest)
         scores.append([model.accuracy([pair]) for pair in own])
     if not scores:
-        return {"accuracy": None, "interval": None, "problems": 0, "pairs": 0}
+        return {"accuracy": None, "interval": None, "problems": 0, "pairs": 0, "scores": []}
     accuracy, low, high = bootstrap_mean(scores)
     pooled = sum(map(sum, scores)) / sum(map(len, scores))
     return {"accuracy": pooled, "problem_mean": accuracy, "interval": [low, high],
-            "problems": len(scores), "pairs": sum(map(len, scores))}  # fmt: skip
+            "problems": len(scores), "pairs": sum(map(len, scores)), "scores": scores}  # fmt: skip
