@@ -35,6 +35,7 @@ from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
     dataset_bars,
+    finish_training,
     last_complete_checkpoint,
     metrics_callback,
     prepare_output,
@@ -148,6 +149,14 @@ def train_reward_model(
     if not train_pairs:
         raise PairsError(f"{settings.pairs}: every pair was held out; lower --eval-fraction")
     checkpoint = checkpoint_for(settings.model)
+    warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
+    try:
+        from peft import LoraConfig
+        from transformers import set_seed
+        from trl import RewardTrainer
+    except ImportError as exc:
+        raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
+    set_seed(settings.seed)  # the new score head: the same seed, the same head, whatever ran
     model, tokenizer = load_base(
         checkpoint, settings.model, pick_device(settings.device), score_head=True
     )
@@ -157,12 +166,6 @@ def train_reward_model(
         fitted != pair["input"]
         for fitted, pair in zip(train_problems + held_problems, train_pairs + held_out, strict=True)
     )
-    warnings.filterwarnings("ignore", message="TRL currently supports vLLM versions")
-    try:
-        from peft import LoraConfig
-        from trl import RewardTrainer
-    except ImportError as exc:
-        raise ModelFileError(f"training needs {exc.name}: {INSTALL_HINT}") from exc
     last = last_complete_checkpoint(out_dir / "checkpoints")
     record: dict[str, Any] = {
         "settings": settings.model_dump(),
@@ -218,14 +221,7 @@ def train_reward_model(
     adapter = save_adapter(
         trainer.model, tokenizer, settings.model, out_dir, records={RM_RECORD: rm_record}
     )
-    record.update(
-        status="finished",
-        steps=trainer.state.global_step,
-        resumed_from=last,
-        adapter=str(adapter),
-        train_seconds=round(time.monotonic() - started, 1),
-        pairs=rm_record["pairs"],
-        pairwise_accuracy=accuracy,
-    )
-    write_json(out_dir / SETTINGS_FILE, record)
-    return record
+    return finish_training(
+        out_dir, record, trainer, last, adapter, started,
+        pairs=rm_record["pairs"], pairwise_accuracy=accuracy,
+    )  # fmt: skip

@@ -31,6 +31,7 @@ from tmas.training.spread import spread_filtering_trainer
 from tmas.training.trainer_runs import (
     SETTINGS_FILE,
     checkpoint_step,
+    finish_training,
     metrics_callback,
     prepare_output,
     resume_checkpoint,
@@ -202,16 +203,11 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     started = time.monotonic()
     trainer.train(resume_from_checkpoint=last)
     adapter = save_adapter(trainer.model, tokenizer, settings.model, out_dir)
-    record.update(
-        status="finished",
-        steps=trainer.state.global_step,
-        resumed_from=last,
-        adapter=str(adapter),
-        train_seconds=round(time.monotonic() - started, 1),
+    finish_training(
+        out_dir, record, trainer, last, adapter, started,
         judge_failures=rewards.reward.judge_failures,  # in this process (since a resume)
         excluded_completions=rewards.excluded,
         dropped_zero_spread_groups=trainer.dropped_groups,
-    )
-    write_json(out_dir / SETTINGS_FILE, record)
+    )  # fmt: skip
     plot_rewards(read_metrics(metrics_path), out_dir / "rewards.png")
     return record

@@ -19,8 +19,6 @@ Output folder::
 
 from __future__ import annotations
 
-import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +27,8 @@ from tmas.llm.hf.model_loading import load_base, pick_device
 from tmas.training.latent_chain import LatentChain, target_text
 from tmas.training.latent_data import latent_examples
 from tmas.training.latent_settings import LatentSFTSettings
-from tmas.training.metrics import keep_steps_up_to
-from tmas.training.sft_loop import lora_model, mean_loss, sft_trainer
-from tmas.training.trainer_runs import (
-    SETTINGS_FILE,
-    checkpoint_step,
-    prepare_output,
-    resume_checkpoint,
-    save_adapter,
-    without_log_printing,
-    write_json,
-)
+from tmas.training.sft_loop import run_sft
+from tmas.training.trainer_runs import prepare_output
 
 LATENT_RECORD = "latent.json"
 
@@ -99,38 +88,9 @@ def train_latent(
     checkpoint = checkpoint_for(settings.model)
     base, tokenizer = load_base(checkpoint, settings.model, device)
     rows = training_rows(settings, chain, tokenizer, base.to(device))
-    last = resume_checkpoint(out_dir, settings.steps)
-    model = lora_model(base.to(device), settings)
-    probe = rows[: max(settings.batch_size, 4)]
-    before = saved.get("loss_before")
-    if before is None:  # the untrained adapter is the identity: the base model's loss
-        before = mean_loss(model, probe)
-    record = {
-        "settings": settings.model_dump(),
-        "checkpoint": checkpoint,
-        "status": "running",
-        "chain": chain.describe(),
-        "loss_before": before,
-    }
-    write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
-    shutil.rmtree(out_dir / "adapter", ignore_errors=True)
-    keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
-    trainer = sft_trainer(model, settings, out_dir, rows, progress)
-    without_log_printing(trainer, progress)
-    started = time.monotonic()
-    trainer.train(resume_from_checkpoint=last)
-    model.eval()
-    after = mean_loss(model, probe)
     latent = {"graph": settings.graph, "chain": chain.describe(), "base_model": settings.model}
-    adapter = save_adapter(model, tokenizer, settings.model, out_dir, {LATENT_RECORD: latent})
-    record.update(
-        status="finished",
-        steps=trainer.state.global_step,
-        resumed_from=last,
-        adapter=str(adapter),
-        train_seconds=round(time.monotonic() - started, 1),
-        loss_after=after,
-        loss_problems=len(probe),
-    )
-    write_json(out_dir / SETTINGS_FILE, record)
-    return record
+    return run_sft(
+        settings, out_dir, saved, base.to(device), rows, progress, tokenizer=tokenizer,
+        checkpoint=checkpoint, described={"chain": chain.describe()},
+        adapter_records={LATENT_RECORD: latent},
+    )  # fmt: skip

@@ -11,8 +11,6 @@ Output folder: as ``tmas train latent`` (``training.json``, ``checkpoints/``,
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,17 +21,8 @@ from tmas.answers.grading import is_correct
 from tmas.llm.checkpoints import checkpoint_for
 from tmas.llm.hf.model_loading import load_base, pick_device
 from tmas.training.data_files import DataFileError, read_rows
-from tmas.training.metrics import keep_steps_up_to
-from tmas.training.sft_loop import lora_model, mean_loss, sft_trainer
-from tmas.training.trainer_runs import (
-    SETTINGS_FILE,
-    checkpoint_step,
-    prepare_output,
-    resume_checkpoint,
-    save_adapter,
-    without_log_printing,
-    write_json,
-)
+from tmas.training.sft_loop import run_sft
+from tmas.training.trainer_runs import prepare_output
 
 
 class SFTSettings(BaseModel):
@@ -165,37 +154,7 @@ def train_sft(settings: SFTSettings, out_dir: Path, progress: bool = True) -> di
     checkpoint = checkpoint_for(settings.model)
     base, tokenizer = load_base(checkpoint, settings.model, device)
     examples, counts = training_examples(settings, tokenizer)
-    last = resume_checkpoint(out_dir, settings.steps)
-    model = lora_model(base.to(device), settings, settings.init_adapter)
-    probe = examples[: max(settings.batch_size, 4)]
-    before = saved.get("loss_before")
-    if before is None:
-        before = mean_loss(model, probe)
-    record = {
-        "settings": settings.model_dump(),
-        "checkpoint": checkpoint,
-        "status": "running",
-        "rows": counts,
-        "loss_before": before,
-    }
-    write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
-    shutil.rmtree(out_dir / "adapter", ignore_errors=True)
-    keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
-    trainer = sft_trainer(model, settings, out_dir, examples, progress)
-    without_log_printing(trainer, progress)
-    started = time.monotonic()
-    trainer.train(resume_from_checkpoint=last)
-    model.eval()
-    after = mean_loss(model, probe)
-    adapter = save_adapter(model, tokenizer, settings.model, out_dir)
-    record.update(
-        status="finished",
-        steps=trainer.state.global_step,
-        resumed_from=last,
-        adapter=str(adapter),
-        train_seconds=round(time.monotonic() - started, 1),
-        loss_after=after,
-        loss_problems=len(probe),
-    )
-    write_json(out_dir / SETTINGS_FILE, record)
-    return record
+    return run_sft(
+        settings, out_dir, saved, base.to(device), examples, progress, tokenizer=tokenizer,
+        checkpoint=checkpoint, described={"rows": counts}, init_adapter=settings.init_adapter,
+    )  # fmt: skip

@@ -1,7 +1,8 @@
 """The supervised fine-tuning loop the SFT trainers share (``tmas train latent`` and
 ``tmas train sft``): a LoRA adapter created under the training's seed, transformers' Trainer
-whose loss is :func:`tmas.training.latent_chain.example_loss` of each row, and the mean loss
-of a few rows before and after.
+whose loss is :func:`tmas.training.latent_chain.example_loss` of each row, the mean loss of a
+few rows before and after, and the run itself (:func:`run_sft`: output record, resuming,
+the adapter).
 
 A row is ``{"segments": [...], "final_ids": [...], "target_ids": [...]}``: latent segments the
 base weights build (none for a plain prompt), the prompt's ids and the target's ids.
@@ -9,6 +10,8 @@ base weights build (none for a plain prompt), the prompt's ids and the target's 
 
 from __future__ import annotations
 
+import shutil
+import time
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -16,7 +19,18 @@ from typing import Any
 from tmas.llm.hf.model_loading import INSTALL_HINT
 from tmas.llm.model_files import ModelFileError
 from tmas.training.latent_chain import example_loss
-from tmas.training.trainer_runs import metrics_callback, trainer_arguments
+from tmas.training.metrics import keep_steps_up_to
+from tmas.training.trainer_runs import (
+    SETTINGS_FILE,
+    checkpoint_step,
+    finish_training,
+    metrics_callback,
+    resume_checkpoint,
+    save_adapter,
+    trainer_arguments,
+    without_log_printing,
+    write_json,
+)
 
 
 def lora_model(base: Any, settings: Any, adapter: str | None = None) -> Any:
@@ -108,3 +122,56 @@ def sft_trainer(model: Any, settings: Any, out_dir: Path, rows: list, progress: 
         data_collator=lambda batch: {"rows": batch},
         callbacks=[metrics_callback(out_dir / "metrics.jsonl")],
     )
+
+
+def run_sft(
+    settings: Any,
+    out_dir: Path,
+    saved: dict[str, Any],
+    base: Any,
+    rows: list[dict[str, Any]],
+    progress: bool,
+    *,
+    tokenizer: Any,
+    checkpoint: str,
+    described: dict[str, Any],
+    init_adapter: str | None = None,
+    adapter_records: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Train (or resume) a LoRA adapter on ``base`` over ``rows`` and return the finished
+    record of ``training.json``: the settings, ``described`` (what the trainer adds: the rows
+    it used, the chain it trained), the loss of a few rows before (kept from the ``saved``
+    record of a resumed run) and after; ``adapter/`` holds the adapter and
+    ``adapter_records`` once training finished.
+
+    Example (with ``tmas[train]``)::
+
+        run_sft(settings, out, {}, base, rows, False, tokenizer=tokenizer,
+                checkpoint=folder, described={"rows": {"used": len(rows)}})
+    """
+    last = resume_checkpoint(out_dir, settings.steps)
+    model = lora_model(base, settings, init_adapter)
+    probe = rows[: max(settings.batch_size, 4)]
+    before = saved.get("loss_before")
+    if before is None:  # the untrained adapter is the identity: the base model's loss
+        before = mean_loss(model, probe)
+    record = {
+        "settings": settings.model_dump(),
+        "checkpoint": checkpoint,
+        "status": "running",
+        **described,
+        "loss_before": before,
+    }
+    write_json(out_dir / SETTINGS_FILE, record)  # no adapter until this training finishes
+    shutil.rmtree(out_dir / "adapter", ignore_errors=True)
+    keep_steps_up_to(out_dir / "metrics.jsonl", checkpoint_step(last) if last else 0)
+    trainer = without_log_printing(sft_trainer(model, settings, out_dir, rows, progress), progress)
+    started = time.monotonic()
+    trainer.train(resume_from_checkpoint=last)
+    model.eval()
+    after = mean_loss(model, probe)
+    adapter = save_adapter(model, tokenizer, settings.model, out_dir, adapter_records)
+    return finish_training(
+        out_dir, record, trainer, last, adapter, started,
+        loss_after=after, loss_problems=len(probe),
+    )  # fmt: skip

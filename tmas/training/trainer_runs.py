@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -255,3 +256,37 @@ def save_adapter(
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
+
+
+def finish_training(
+    out_dir: Path,
+    record: dict[str, Any],
+    trainer: Any,
+    resumed_from: str | None,
+    adapter: Path,
+    started: float,
+    **figures: Any,
+) -> dict[str, Any]:
+    """Mark ``record`` finished (steps, the checkpoint resumed from, the adapter, the seconds
+    since ``started`` on the monotonic clock, and the trainer's own ``figures``) and write it
+    to ``out_dir/training.json``; the record.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> out = Path(tempfile.mkdtemp())
+        >>> trainer = SimpleNamespace(state=SimpleNamespace(global_step=3))
+        >>> done = finish_training(out, {"status": "running"}, trainer, None, out / "adapter",
+        ...                        time.monotonic(), loss_after=0.5)
+        >>> done["status"], done["steps"], done["loss_after"]
+        ('finished', 3, 0.5)
+    """
+    record.update(
+        status="finished",
+        steps=trainer.state.global_step,
+        resumed_from=resumed_from,
+        adapter=str(adapter),
+        train_seconds=round(time.monotonic() - started, 1),
+        **figures,
+    )
+    write_json(out_dir / SETTINGS_FILE, record)
+    return record
