@@ -35,6 +35,7 @@ def test_a_condition_with_fewer_seeds_runs_only_those_and_pairs_on_them(
     document = study_document(seeds=[0, 1], self_consistency=False)
     document["problems"]["limit"] = 2
     document["conditions"]["rsa"]["seeds"] = [1]
+    document["contrasts"] = [["rsa", "tmas"]]
     out = tmp_path / "out"
     result = run_study(tmp_path, write_study(tmp_path, document), out, server)
     assert result.exit_code == 0, result.output
@@ -44,6 +45,10 @@ def test_a_condition_with_fewer_seeds_runs_only_those_and_pairs_on_them(
     rsa = report["conditions"]["rsa"]
     assert rsa["seeds"] == [1] and report["conditions"]["tmas"]["seeds"] == [0, 1]
     assert rsa["difference"]["pairs"] == 2  # 2 problems x the one shared seed, not 4
+    (contrast,) = report["contrasts"]  # the other way round: tmas - rsa on seed 1
+    assert (contrast["baseline"], contrast["treated"], contrast["seeds"]) == ("rsa", "tmas", [1])
+    assert contrast["value"] == -rsa["difference"]["value"] and contrast["pairs"] == 2
+    assert "| tmas - rsa |" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize(
@@ -78,6 +83,26 @@ def test_warm_starts_in_a_circle_are_refused() -> None:
     document["conditions"]["a"] = {"train": {**train, "warm_start": "b"}}
     document["conditions"]["b"] = {"train": {**train, "warm_start": "a"}}
     with pytest.raises(StudyError, match="a circle"):
+        parse_study(document)
+
+
+@pytest.mark.parametrize(
+    ("contrasts", "message"),
+    [
+        ([["rsa", "vote"]], r"contrast \[rsa, vote\]: two different conditions of tmas, rsa"),
+        ([["rsa", "rsa"]], "two different conditions"),
+    ],
+)
+def test_contrasts_name_two_conditions(contrasts: list, message: str) -> None:
+    with pytest.raises(StudyError, match=message):
+        parse_study(study_document(contrasts=contrasts, self_consistency=False))
+
+
+def test_contrasts_need_a_shared_seed() -> None:
+    document = study_document(seeds=[0, 1], contrasts=[["rsa", "vote"]])
+    document["conditions"]["rsa"]["seeds"] = [0]
+    document["conditions"]["vote"] = {"graph": "majority_vote", "seeds": [1]}
+    with pytest.raises(StudyError, match=r"\[rsa, vote\]: the two share no seed"):
         parse_study(document)
 
 

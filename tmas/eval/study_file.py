@@ -178,6 +178,11 @@ class StudyFile(_Strict):
     reference: str
     conditions: dict[str, Condition]
     self_consistency: SelfConsistency | None = Field(default_factory=SelfConsistency)
+    contrasts: list[tuple[str, str]] = Field(
+        default_factory=list,
+        description="paired differences to report besides each one against the reference: "
+        "[baseline, treated] condition names",
+    )
     tolerance: float = Field(0.10, gt=0, lt=1, description="allowed token mismatch when matched")
     effect: float | None = Field(
         0.10, gt=0, le=1, description="the smallest accuracy difference the study should tell"
@@ -233,6 +238,7 @@ class StudyFile(_Strict):
                     f"condition {name}: seeds: a non-empty subset of the study's {self.seeds} "
                     "(the reference runs them all)"
                 )
+        self._contrasts()
         bad = [n for n in self.conditions if not n.replace("-", "").replace("_", "").isalnum()]
         if bad:
             raise ValueError(
@@ -240,6 +246,17 @@ class StudyFile(_Strict):
                 f"only ({', '.join(bad)})"
             )
         return self
+
+    def _contrasts(self) -> None:
+        known = [*self.conditions, *([SELF_CONSISTENCY] if self.self_consistency else [])]
+        for baseline, treated in self.contrasts:
+            if baseline == treated or not {baseline, treated} <= set(known):
+                raise ValueError(
+                    f"contrast [{baseline}, {treated}]: two different conditions of "
+                    f"{', '.join(known)}"
+                )
+            if not set(self.seeds_of(baseline)) & set(self.seeds_of(treated)):
+                raise ValueError(f"contrast [{baseline}, {treated}]: the two share no seed")
 
     def _warm_starts(self, name: str) -> list[str]:
         chain, condition = [name], self.conditions[name]

@@ -1,7 +1,8 @@
 """A study's report: per condition accuracy with its interval, tokens, calls and wall per
-problem; each condition's paired difference against the reference (two-level bootstrap over
-problems and seeds); how closely matched conditions met the reference's tokens; written as
-``report.json``, ``report.md`` (which ``tmas compare`` prints) and two plots."""
+problem; each condition's paired difference against the reference, and the study's other
+contrasts (two-level bootstrap over problems and seeds); how closely matched conditions met
+the reference's tokens; written as ``report.json``, ``report.md`` (which ``tmas compare``
+prints) and two plots."""
 
 from __future__ import annotations
 
@@ -93,21 +94,8 @@ def build_report(
         figures["tokens_vs_reference"] = (
             figures["mean_tokens"] / ref["mean_tokens"] if ref["mean_tokens"] else None
         )
-        if name != reference:  # paired on the condition's seeds
-            index = [ref["seeds"].index(s) for s in figures["seeds"]]
-            ref_scores = [[scores[i] for i in index] for scores in ref["scores"]]
-            diff = paired_seed_difference(ref_scores, figures["scores"])
-            pairs = [
-                (a, b)
-                for ra, rb in zip(ref_scores, figures["scores"], strict=True)
-                for a, b in zip(ra, rb, strict=True)
-            ]
-            figures["difference"] = {
-                "value": diff.difference,
-                "interval": [diff.low, diff.high],
-                "differ": sum(a != b for a, b in pairs),
-                "pairs": len(pairs),
-            }
+        if name != reference:
+            figures["difference"] = paired_figures(ref, figures)
     return {
         "name": study.file.name,
         "description": study.file.description,
@@ -126,6 +114,41 @@ def build_report(
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python "
         f"{platform.python_version()}",
         "conditions": conditions,
+        "contrasts": [
+            {"baseline": a, "treated": b, **paired_figures(conditions[a], conditions[b])}
+            for a, b in study.file.contrasts
+        ],
+    }
+
+
+def paired_figures(baseline: dict[str, Any], treated: dict[str, Any]) -> dict[str, Any]:
+    """``treated - baseline`` (two conditions' figures), paired by problem on the seeds both
+    ran, with its two-level bootstrap 95% interval and how many pairs differ.
+
+    Example:
+        >>> a = {"seeds": [0, 1], "scores": [[1.0, 0.0], [0.0, 0.0]]}
+        >>> b = {"seeds": [1], "scores": [[1.0], [1.0]]}
+        >>> d = paired_figures(a, b)
+        >>> d["value"], d["differ"], d["pairs"], d["seeds"]
+        (1.0, 2, 2, [1])
+    """
+    seeds = [s for s in treated["seeds"] if s in baseline["seeds"]]
+
+    def on_shared(figures: dict[str, Any]) -> list[list[float]]:
+        index = [figures["seeds"].index(s) for s in seeds]
+        return [[scores[i] for i in index] for scores in figures["scores"]]
+
+    before, after = on_shared(baseline), on_shared(treated)
+    diff = paired_seed_difference(before, after)
+    pairs = [
+        (x, y) for rx, ry in zip(before, after, strict=True) for x, y in zip(rx, ry, strict=True)
+    ]
+    return {
+        "value": diff.difference,
+        "interval": [diff.low, diff.high],
+        "differ": sum(x != y for x, y in pairs),
+        "pairs": len(pairs),
+        "seeds": seeds,
     }
 
 
@@ -201,6 +224,17 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"{'-' if ratio is None else f'{ratio:.2f}'} | {c['mean_calls'] or 0:.1f} | "
             f"{c['mean_wall_s'] or 0:.1f} | {c['failed']} |"
         )
+    if report.get("contrasts"):
+        lines += [
+            "",
+            "| contrast (treated - baseline) | points (95% CI) | pairs that differ | seeds |",
+            "|---|---|---|---|",
+            *(
+                f"| {c['treated']} - {c['baseline']} | {100 * c['value']:+.1f} "
+                f"{_interval(c['interval'], True)} | {c['differ']}/{c['pairs']} | {c['seeds']} |"
+                for c in report["contrasts"]
+            ),
+        ]
     matched = [
         matched_line(n, c, report["tolerance"])
         for n, c in report["conditions"].items()
