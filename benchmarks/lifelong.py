@@ -18,6 +18,11 @@ the second half; tokens per problem; how many remembered lessons each problem's 
 ``report.json`` in ``--out`` keeps every figure.
 
     python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--traps hard]
+
+With ``--study OUT --data-file PROBLEMS`` it reads a finished lifelong study instead
+(``studies/lifelong.yaml``): each arm's right answers by kind, the remembered items each
+problem's prompts showed, and on how many problems the imported lesson of the problem's own
+trap reached a prompt.
 """
 
 from __future__ import annotations
@@ -108,6 +113,47 @@ def shown_lessons(storage: Any, run_id: str) -> set[str]:
     return given & remembered
 
 
+def study_arm(study: Path, condition: str, kinds: dict[str, str], seed: int = 0) -> dict[str, Any]:
+    """One arm of a lifelong study (``tmas study``'s ``OUT/conditions/NAME/seed-S``): right
+    and problems by kind, the remembered items each problem's prompts showed, and on how many
+    problems they showed the imported lesson of the problem's own kind (``lesson-KIND``)."""
+    folder = study / "conditions" / condition / f"seed-{seed}"
+    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    storage = open_storage(study / "runs.sqlite")
+    try:
+        shown = {row["id"]: shown_lessons(storage, row["run_id"]) for row in rows}
+    finally:
+        storage.close()
+    own = {
+        row["id"]: f"m:lesson-{kinds.get(row['id'])}" in shown[row["id"]] for row in rows
+    }  # a remembered item's id is its memory id after "m:"
+    by_kind: dict[str, list[int]] = {}
+    for row in rows:
+        tally = by_kind.setdefault(kinds.get(row["id"], "?"), [0, 0])
+        tally[0] += bool(row["correct"])
+        tally[1] += 1
+    return {
+        "problems": len(rows),
+        "right_of_kind": by_kind,
+        "remembered_shown": [len(shown[row["id"]]) for row in rows],
+        "own_lesson_shown": sum(own.values()),
+        "right_with_own_lesson": sum(own[r["id"]] and bool(r["correct"]) for r in rows),
+    }
+
+
+def report_study(study: Path, problems: Path) -> None:
+    """Print :func:`study_arm` for every arm of the study at ``study`` (kinds from
+    ``problems``, the study's problem file)."""
+    kinds = {
+        str(row["id"]): row.get("kind") or row.get("trap") or "?"
+        for row in map(json.loads, filter(str.strip, problems.read_text().splitlines()))
+    }
+    for folder in sorted((study / "conditions").glob("*/seed-*")):
+        seed = int(folder.name.removeprefix("seed-"))
+        figures = study_arm(study, folder.parent.name, kinds, seed)
+        print(f"{folder.parent.name} seed {seed}: {json.dumps(figures)}")
+
+
 def memory_items(db: Path) -> list[dict[str, Any]]:
     storage = open_storage(db)
     try:
@@ -182,7 +228,19 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument(
+        "--study",
+        type=Path,
+        help="instead of running: read a lifelong study's folder (tmas study) and print each "
+        "arm's figures by kind and the lessons its prompts showed; --data-file names its problems",
+    )
+    parser.add_argument("--data-file", type=Path, help="the study's problems (with --study)")
     args = parser.parse_args()
+    if args.study is not None:
+        if args.data_file is None:
+            parser.error("--study needs --data-file, the study's problems")
+        report_study(args.study, args.data_file)
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     data = args.out / "problems.jsonl"
     problems = write_problems(args, data)

@@ -4,6 +4,7 @@ checks that need no model."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from pathlib import Path
@@ -21,6 +22,8 @@ from tmas.lifecycle.run_database import open_runs
 from tmas.memory.banks import remembered_items
 from tmas.memory.lifelong import LifelongMemory
 from tmas.testing.fake_openai_server import FakeOpenAIServer
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +129,7 @@ def lesson(text: str) -> dict[str, Any]:
 
 
 def test_each_remembering_arm_has_its_own_memory_and_lessons_seed_it(
-    tmp_path: Path, server: FakeOpenAIServer
+    tmp_path: Path, server: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lessons = tmp_path / "lessons.jsonl"
     text = "Ducks lay eggs per day: subtract the eggs she eats and bakes before selling."
@@ -167,6 +170,14 @@ def test_each_remembering_arm_has_its_own_memory_and_lessons_seed_it(
         assert [i["id"] for i in items].count("lesson-1") == 1
     finally:
         storage.close()
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # lifelong.py --study, at toy size
+    lifelong = importlib.import_module("lifelong")
+    kinds = {first["id"]: "1"}  # the imported lesson's id is lesson-1
+    seeded = lifelong.study_arm(out, "lessons", kinds)
+    learnt = lifelong.study_arm(out, "on", kinds)
+    assert seeded["problems"] == learnt["problems"] == 2
+    assert seeded["own_lesson_shown"] >= 1 and learnt["own_lesson_shown"] == 0
+    assert seeded["remembered_shown"][0] >= 1 and learnt["remembered_shown"][0] == 0
 
 
 def test_a_generated_problem_of_the_same_kind_and_numbers_is_a_copy() -> None:
