@@ -41,6 +41,7 @@ from trap_problems import EASY_TRAPS, HARD_TRAPS, generate
 from tmas.eval.data import load_problems
 from tmas.eval.intervals import paired_difference
 from tmas.lifecycle.history import latest_run_states
+from tmas.lifecycle.memory_runs import memory_id
 from tmas.memory.banks import remembered_items
 from tmas.memory.lifelong import LifelongMemory
 from tmas.storage import open_storage
@@ -117,16 +118,17 @@ def study_arm(study: Path, condition: str, kinds: dict[str, str], seed: int = 0)
     """One arm of a lifelong study (``tmas study``'s ``OUT/conditions/NAME/seed-S``): right
     and problems by kind, the remembered items each problem's prompts showed, and on how many
     problems they showed the imported lesson of the problem's own kind (``lesson-KIND``)."""
-    folder = study / "conditions" / condition / f"seed-{seed}"
-    rows = [json.loads(line) for line in (folder / "results.jsonl").read_text().splitlines()]
+    lines = (study / "conditions" / condition / f"seed-{seed}" / "results.jsonl").read_text()
+    rows = [json.loads(line) for line in filter(str.strip, lines.splitlines())]
     storage = open_storage(study / "runs.sqlite")
     try:
         shown = {row["id"]: shown_lessons(storage, row["run_id"]) for row in rows}
     finally:
         storage.close()
     own = {
-        row["id"]: f"m:lesson-{kinds.get(row['id'])}" in shown[row["id"]] for row in rows
-    }  # a remembered item's id is its memory id after "m:"
+        row["id"]: f"lesson-{kinds.get(row['id'])}" in {memory_id(i) for i in shown[row["id"]]}
+        for row in rows
+    }
     by_kind: dict[str, list[int]] = {}
     for row in rows:
         tally = by_kind.setdefault(kinds.get(row["id"], "?"), [0, 0])
@@ -144,10 +146,7 @@ def study_arm(study: Path, condition: str, kinds: dict[str, str], seed: int = 0)
 def report_study(study: Path, problems: Path) -> None:
     """Print :func:`study_arm` for every arm of the study at ``study`` (kinds from
     ``problems``, the study's problem file)."""
-    kinds = {
-        str(row["id"]): row.get("kind") or row.get("trap") or "?"
-        for row in map(json.loads, filter(str.strip, problems.read_text().splitlines()))
-    }
+    kinds = {problem.id: problem.kind or "?" for problem in load_problems(str(problems))}
     for folder in sorted((study / "conditions").glob("*/seed-*")):
         seed = int(folder.name.removeprefix("seed-"))
         figures = study_arm(study, folder.parent.name, kinds, seed)

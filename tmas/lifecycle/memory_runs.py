@@ -66,6 +66,20 @@ Work backwards'
     return f"{lead} ({origin}): {text}" if origin else f"{lead}: {text}"
 
 
+BANK_ID_PREFIX = "m:"
+"""What a remembered item's bank id adds before its id in the memory."""
+
+
+def memory_id(bank_id: str) -> str:
+    """The memory's own id of a remembered bank item (:func:`as_bank_item`).
+
+    Example:
+        >>> memory_id("m:lesson-cuts")
+        'lesson-cuts'
+    """
+    return bank_id.removeprefix(BANK_ID_PREFIX)
+
+
 def as_bank_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """A memory item as an experience-bank item, whatever its kind: a lesson (its text from
     :func:`lesson_text`) of iteration 0, no source candidate, marked as memory's, with its
@@ -80,7 +94,7 @@ def as_bank_item(item: Mapping[str, Any]) -> dict[str, Any]:
     """
     kind = str(item.get("type") or "note")
     return {
-        "id": f"m:{item['id']}",
+        "id": f"{BANK_ID_PREFIX}{item['id']}",
         "text": lesson_text(item),
         "kind": kind if kind in LESSON_LEADS else "note",
         "iteration": 0,
@@ -134,6 +148,6 @@ def remember(
     memory = open_memory(storage, config)
     if memory is None:
         return 0
-    shown = [item["id"].removeprefix("m:") for item in remembered_items(state)]
+    shown = [memory_id(item["id"]) for item in remembered_items(state)]
     memory.mark_used(run_id, shown)
     return memory.admit(run_id, problem, proposals_of(state))

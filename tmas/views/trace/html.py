@@ -10,6 +10,7 @@ import json
 from html import escape
 from typing import Any
 
+from tmas.lifecycle.memory_runs import BANK_ID_PREFIX
 from tmas.nodes.control.selection_rules import describe_selection
 from tmas.views.trace.collect import CandidateTrace, IterationTrace, RunTrace
 from tmas.views.trace.plot import Series, svg_plot
@@ -88,7 +89,7 @@ def _candidate(candidate: CandidateTrace, iteration: int, prefix: str) -> str:
     if candidate.experiences:
         given = "".join(
             f"<li><code>{esc(key)}</code> "
-            + ('<span class="memory">from memory</span> ' if key.startswith("m:") else "")
+            + ('<span class="memory">from memory</span> ' if key.startswith(BANK_ID_PREFIX) else "")
             + (esc(text) if text is not None else '<span class="muted">(text not found)</span>')
             + "</li>"
             for key, text in candidate.experiences
