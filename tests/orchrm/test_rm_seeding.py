@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 import torch
+import trl  # noqa: F401 - the train extra, which the test command installs: missing, this fails
 from safetensors.torch import load_file
 
-pytest.importorskip("trl", reason="the train extra, which the test command installs")
-
-from tmas.orchrm.rm_settings import RewardModelSettings  # noqa: E402
-from tmas.orchrm.rm_training import train_reward_model  # noqa: E402
+from tmas.orchrm.rm_settings import RewardModelSettings
+from tmas.orchrm.rm_training import train_reward_model
 
 pytestmark = pytest.mark.slow
 
