@@ -30,7 +30,8 @@ from pathlib import Path
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
 from tmas.lifecycle.manager import thread_config
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

@@ -61,7 +61,8 @@ from tmas.nodes.control.iteration import StartIteration
 from tmas.nodes.control.record import RecordIteration
 from tmas.nodes.tasks import TaskRequest
 from tmas.state import RunState
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 
 MAX_CONCURRENCY = 16

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from tmas import build_tmas_graph
 from tmas.config import TMASConfig
-from tmas.storage.sqlite import connect, open_checkpointer, strict_serializer
+from tmas.storage.checkpointer import open_checkpointer, strict_serializer
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.scripted import ScriptedReplies
 

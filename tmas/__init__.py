@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tmas.graphs.run_plan import RunPlan, plan_run
     from tmas.graphs.settings import topology_config
     from tmas.graphs.spec import GraphSpec, SpecError
-    from tmas.lifecycle.manager import RunOutcome
+    from tmas.lifecycle.run_status import RunOutcome
     from tmas.llm.backend import BackendSpec
     from tmas.saved_runs import evaluate, fork, resume, solve
 

@@ -15,7 +15,6 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -24,14 +23,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from tmas.config import ConfigError, TMASConfig
-from tmas.graphs.bundled import resolve_spec
+from tmas.config import TMASConfig
 from tmas.graphs.compiler import compile_plan
-from tmas.graphs.plugin_files import load_plugin
+from tmas.graphs.inputs import MAX_PROBLEM_CHARS, Prompts, Topology, check_problem, load_topology
 from tmas.graphs.run_plan import RunPlan, plan_router, plan_run
-from tmas.graphs.spec import GraphSpec, load_prompt_file, parse_spec
 from tmas.graphs.traits import spec_uses_store
-from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import (
     BackendSpec,
     CustomModelError,
@@ -40,41 +36,8 @@ from tmas.llm.backend import (
 )
 from tmas.llm.router import ModelRouter
 
-Topology = GraphSpec | str | Path | Mapping[str, Any]
 Settings = TMASConfig | Mapping[str, Any] | None
-Prompts = Mapping[str, str] | Sequence[str | Path] | None
 ChatModels = Mapping[str, BaseChatModel] | None
-MAX_PROBLEM_CHARS = 100_000
-
-
-def load_topology(
-    topology: Topology = "tmas", *, plugins: Sequence[str] = (), prompts: Prompts = None
-) -> GraphSpec:
-    """A validated topology: a bundled name, a spec file (YAML/JSON), a dict of the same
-    shape, or a ``GraphSpec``. ``plugins`` (module names or ``.py`` paths) are imported
-    first; ``prompts`` overrides prompt templates (a mapping ``group/name`` -> text, or prompt
-    files as ``--prompts`` reads them). SpecError lists every problem.
-
-    Example:
-        >>> spec = load_topology("tmas", prompts={"solver/system": "Be brief."})
-        >>> spec.name, spec.prompts
-        ('tmas', {'solver/system': 'Be brief.'})
-    """
-    for ref in plugins:
-        load_plugin(ref)
-    if isinstance(topology, GraphSpec):
-        spec, source = topology, topology.name
-    elif isinstance(topology, Mapping):
-        spec = parse_spec(dict(topology))
-        source = spec.name
-    else:
-        spec, source = resolve_spec(str(topology)), str(topology)
-    if isinstance(prompts, Mapping):
-        spec = spec.with_prompts(dict(prompts))
-    else:
-        for path in prompts or ():
-            spec = spec.with_prompts(load_prompt_file(path))
-    return validate_spec(spec, source)
 
 
 def saved_backend(
@@ -245,30 +208,6 @@ def build_tmas_graph(
     )
 
 
-def check_problem(text: str) -> str:
-    """The problem text, stripped; ConfigError for an empty, oversized or non-UTF-8 one.
-
-    Example:
-        >>> check_problem("  What is 9 + 9?\\n")
-        'What is 9 + 9?'
-        >>> check_problem("x" * (MAX_PROBLEM_CHARS + 1))
-        Traceback (most recent call last):
-        ...
-        tmas.config.ConfigError: the problem is 100,001 characters; the limit is 100,000
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # undecodable bytes of a command-line argument
-        raise ConfigError("the problem is not UTF-8 text") from None
-    if not text.strip():
-        raise ConfigError("the problem is empty")
-    if len(text) > MAX_PROBLEM_CHARS:
-        raise ConfigError(
-            f"the problem is {len(text):,} characters; the limit is {MAX_PROBLEM_CHARS:,}"
-        )
-    return text.strip()
-
-
 def router_factory(
     llm: BaseChatModel | ModelRouter | None, role_models: ChatModels = None
 ) -> Callable[[RunPlan], ModelRouter]:
@@ -288,6 +227,7 @@ def router_factory(
 
 
 __all__ = [
+    "MAX_PROBLEM_CHARS",
     "CustomModelError",
     "build_graph",
     "build_tmas_graph",

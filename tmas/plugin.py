@@ -44,7 +44,7 @@ from tmas.graphs.registry import (
     register_stop,
     register_tasks,
 )
-from tmas.llm.router import Completion, ModelCall
+from tmas.llm.calls import Completion, ModelCall
 from tmas.memory.similarity import register_similarity
 from tmas.nodes.common import SteppedAgent, Steps, agent_update, answer_update, live_candidates
 from tmas.nodes.events import emit

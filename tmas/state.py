@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, NotRequired, TypedDict, get_type_hints
 
-from langgraph.types import Overwrite
-
 Mode = str
 """A candidate's mode: initial, exploit, explore, reference, aggregate, experience, or one a
 plugin's planner declares (see :mod:`tmas.nodes.control.planners`)."""
@@ -212,6 +210,8 @@ def windowed_diagnostics(state: Mapping[str, Any], iteration: int, window: int) 
         >>> windowed_diagnostics(state, 3, 5)
         {}
     """
+    from langgraph.types import Overwrite  # the engine's, loaded only when a run writes state
+
     first = iteration - window + 1
     updates: dict[str, Any] = {}
     for key in DIAGNOSTIC_KEYS:

@@ -292,7 +292,8 @@ def test_plain_text_fallback_keeps_the_number_of_a_phrase() -> None:
 
 
 def test_parse_issues_are_windowed_like_the_history(tmp_path) -> None:
-    from tmas.storage.sqlite import connect, open_checkpointer
+    from tmas.storage.checkpointer import open_checkpointer
+    from tmas.storage.sqlite import connect
 
     config = TMASConfig(n_candidates=2, n_verifications=1, max_iterations=6, history_window=2)
     saver = open_checkpointer(connect(tmp_path / "runs.sqlite"))

@@ -20,7 +20,8 @@ from tmas.graphs.bundled import load_bundled
 from tmas.graphs.run_plan import plan_router, plan_run
 from tmas.llm.backend import BackendSpec
 from tmas.llm.model_files import smollm2_path
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect
 
 PROBLEM = "Tom has 3 apples and buys 4 more. How many apples does he have now?"
 TINY = TMASConfig(

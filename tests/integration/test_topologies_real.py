@@ -17,7 +17,8 @@ from tmas.graphs.traits import (
     spec_uses_store,
 )
 from tmas.llm.backend import BackendSpec
-from tmas.storage.sqlite import connect, open_checkpointer, open_store
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect, open_store
 
 pytestmark = pytest.mark.slow
 

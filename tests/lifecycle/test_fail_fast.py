@@ -17,7 +17,7 @@ from tmas.cli.outcome import DEGRADED_EXIT
 from tmas.config import TMASConfig
 from tmas.graphs.bundled import load_bundled
 from tmas.graphs.run_plan import saved_plan
-from tmas.lifecycle.run_stream import finished_status
+from tmas.lifecycle.run_status import finished_status
 from tmas.llm.errors import ContextOverflowError, ModelCallError, fatal_cause
 from tmas.llm.router import ModelRouter
 from tmas.state import lost_roles

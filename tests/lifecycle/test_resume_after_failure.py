@@ -20,7 +20,8 @@ from tmas.graphs.run_plan import plan_run
 from tmas.lifecycle.manager import RunManager
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel, SimulatedCrash
 
 N, M, T = 3, 2, 3

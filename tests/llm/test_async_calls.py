@@ -18,7 +18,8 @@ from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.manager import thread_config
 from tmas.llm.openai_compat import make_openai_chat_model
 from tmas.llm.router import ModelCall, ModelRouter
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.checkpointer import open_checkpointer
+from tmas.storage.sqlite import connect
 from tmas.testing.fake_chat import ScriptedChatModel
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

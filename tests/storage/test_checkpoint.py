@@ -21,7 +21,8 @@ from tmas import build_tmas_graph
 from tmas.config import TMASConfig
 from tmas.lifecycle.history import saved_state
 from tmas.storage import open_storage
-from tmas.storage.sqlite import StorageError, connect, open_checkpointer, strict_serializer
+from tmas.storage.checkpointer import open_checkpointer, strict_serializer
+from tmas.storage.sqlite import StorageError, connect
 from tmas.testing.fake_chat import ScriptedChatModel
 
 # Runs in a fresh interpreter: LANGGRAPH_STRICT_MSGPACK is read when langgraph is imported.
@@ -51,7 +52,8 @@ with warnings.catch_warnings(record=True) as caught:
 
     register_serde_event_listener(events.append)
 
-    from tmas.storage.sqlite import connect, open_checkpointer, strict_serializer
+    from tmas.storage.checkpointer import open_checkpointer, strict_serializer
+    from tmas.storage.sqlite import connect
     from tmas.config import TMASConfig
     from tmas import build_tmas_graph
     from tmas.testing.fake_chat import ScriptedChatModel

@@ -5,8 +5,9 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from tmas.storage.checkpointer import open_checkpointer
 from tmas.storage.run_registry import RunRegistry
-from tmas.storage.sqlite import connect, open_checkpointer
+from tmas.storage.sqlite import connect
 
 
 def test_eight_workers_open_a_new_database_at_once(tmp_path: Path) -> None:

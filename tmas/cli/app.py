@@ -26,14 +26,17 @@ class TmasCommands(LazyCommands):
         LazyCommand(
             "runs", "tmas.cli.runs", "runs",
             "List saved runs: id, status, iterations done, answer, problem.",
+            engine=False,
         ),
         LazyCommand(
             "show", "tmas.cli.show", "show",
             "Print a run's plan, why it stopped, its iterations and its final answer.",
+            engine=False,
         ),
         LazyCommand(
             "graphs", "tmas.cli.graphs", "graphs",
             "List the bundled topologies (run one with: tmas solve --graph NAME).",
+            engine=False,
         ),
         LazyCommand(
             "eval", "tmas.cli.evaluate", "evaluate",
@@ -43,6 +46,7 @@ class TmasCommands(LazyCommands):
         LazyCommand(
             "graph", "tmas.cli.graph", "graph",
             "Draw a topology (bundled name or spec file): fan-outs, loops and their exits shown.",
+            engine=False,
         ),
         LazyCommand(
             "fork", "tmas.cli.fork", "fork",
@@ -74,6 +78,7 @@ class TmasCommands(LazyCommands):
         LazyCommand(
             "memory", "tmas.cli.memory", "memory_app",
             "Lifelong memories across problems: list, show, prune, export, import.",
+            engine=False,
         ),
         LazyCommand(
             "serve", "tmas.cli.serve", "serve",

@@ -4,11 +4,14 @@ is never registered (or resumed) against a server that cannot be reached."""
 from __future__ import annotations
 
 import socket
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tmas.graphs.run_plan import RunPlan, plan_router
-from tmas.llm.router import ModelRouter
 from tmas.storage import redact
+
+if TYPE_CHECKING:  # made by plan_router, which loads the model stack
+    from tmas.llm.router import ModelRouter
 
 CONNECT_TIMEOUT_S = 5.0
 DEFAULT_PORTS = {"http": 80, "https": 443}

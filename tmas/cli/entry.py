@@ -12,6 +12,10 @@ from __future__ import annotations
 import gc
 import sys
 
+# What a command that runs graphs uses (LangGraph, the model router, the run manager): loaded
+# with the command, under the frozen collector, rather than mid-command at first use.
+ENGINE_MODULES = ("tmas.lifecycle.manager", "tmas.llm.router", "tmas.graphs.compiler")
+
 
 def command_name(argv: list[str]) -> str | None:
     """The command a command line names (its first word that is not an option).
@@ -32,6 +36,9 @@ def main() -> None:
         name = command_name(sys.argv[1:])
         entry = next((e for e in TmasCommands.ENTRIES if e.name == name), None)
         if entry is not None:
+            if entry.engine and "--help" not in sys.argv:
+                for module in ENGINE_MODULES:
+                    __import__(module)
             __import__(entry.module)
     finally:
         gc.enable()

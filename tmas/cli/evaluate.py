@@ -7,15 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from tmas.cli.common import (
-    ConcurrencyOption,
-    DbOption,
-    check_database,
-    err,
-    error_line,
-    fail,
-    out,
-)
+from tmas.cli.common import ConcurrencyOption, DbOption, err, error_line, fail, out
+from tmas.cli.database import check_database
 from tmas.cli.endpoints import checked_router
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import DEGRADED_EXIT

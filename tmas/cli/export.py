@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from tmas.cli.common import DbOption, err, fail, open_manager
+from tmas.cli.common import DbOption, err, fail
+from tmas.cli.database import open_manager
 from tmas.storage.run_registry import UnknownRunError
 from tmas.training.data_files import DataFileError, check_suffix, write_rows
 from tmas.training.rollouts import export_runs

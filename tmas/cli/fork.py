@@ -15,9 +15,8 @@ from tmas.cli.common import (
     StreamOption,
     err,
     fail,
-    open_manager,
-    require_rebuildable,
 )
+from tmas.cli.database import open_manager, require_rebuildable
 from tmas.cli.inputs import parse_pairs, parse_value
 from tmas.cli.outcome import drive, finish, live_options
 from tmas.lifecycle.fork import ForkError, fork_run

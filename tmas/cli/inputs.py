@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tmas import api
-from tmas.api import check_problem
 from tmas.config import ConfigError
+from tmas.graphs import inputs
+from tmas.graphs.inputs import check_problem
 from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
 from tmas.graphs.spec import GraphSpec
 from tmas.llm.backend import BackendSpec
@@ -30,7 +30,7 @@ def _stdin_text() -> str:
 
 def read_problem(problem: str) -> str:
     """The problem text (``-`` reads stdin); empty, oversized or non-UTF-8 problems are refused
-    (:func:`tmas.api.check_problem`).
+    (:func:`tmas.graphs.inputs.check_problem`).
 
     Example:
         >>> read_problem("  What is 9 + 9?  ")
@@ -98,8 +98,8 @@ def role_settings(
 
 def load_topology(graph: str, plugins: list[str], prompt_files: Sequence[Path] = ()) -> GraphSpec:
     """Import the plugins, then load the topology (bundled name or file), apply the prompt
-    files' overrides in turn and validate it (:func:`tmas.api.load_topology`)."""
-    return api.load_topology(graph, plugins=plugins, prompts=list(prompt_files))
+    files' overrides in turn and validate it (:func:`tmas.graphs.inputs.load_topology`)."""
+    return inputs.load_topology(graph, plugins=plugins, prompts=list(prompt_files))
 
 
 def settings_layers(

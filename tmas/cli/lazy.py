@@ -24,12 +24,15 @@ except ImportError:  # pragma: no cover - a Typer that uses click itself
 
 @dataclass(frozen=True)
 class LazyCommand:
-    """Where command ``name`` lives and the one line ``tmas --help`` shows for it."""
+    """Where command ``name`` lives, the one line ``tmas --help`` shows for it, and whether it
+    runs graphs (``engine``: LangGraph and the model stack are loaded before it starts; a
+    command that only looks at runs or topologies loads neither)."""
 
     name: str
     module: str
     attr: str
     summary: str
+    engine: bool = True
 
 
 def load_command(entry: LazyCommand) -> Command:

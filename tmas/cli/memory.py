@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tmas.cli.common import DbOption, fail, open_manager, out
+from tmas.cli.common import DbOption, fail, out
+from tmas.cli.database import open_database
 from tmas.memory.lifelong import LifelongMemory, LifelongMemoryError, namespaces
 from tmas.terminal import plain
 
@@ -26,8 +27,8 @@ NameArgument = Annotated[str, typer.Argument(help="the memory's name (as given t
 def list_memories(db: DbOption = None) -> None:
     """List the memories: name, items of each kind, reinforcements and uses."""
     table = Table("memory", "experiences", "guidelines", "hits", "uses")
-    with open_manager(db, create=False) as manager:
-        store = manager.storage.store()
+    with open_database(db, create=False) as storage:
+        store = storage.store()
         for name in namespaces(store):
             items = LifelongMemory(store, name).items()
             kinds = Counter(item["kind"] for item in items)
@@ -45,8 +46,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="every item as JSON")] = False,
 ) -> None:
     """Print a memory's items with their provenance (run, iteration, candidate, score)."""
-    with open_manager(db, create=False) as manager:
-        items = _existing(manager.storage.store(), name).items()
+    with open_database(db, create=False) as storage:
+        items = _existing(storage.store(), name).items()
     if as_json:
         out.print_json(json.dumps(items))
         return
@@ -77,8 +78,8 @@ def prune(
     """Delete the items worth keeping least (least reinforced and used, oldest)."""
     if keep is None and older_than_days is None and min_hits == 0:
         fail("say what to prune: --keep N, --older-than-days D or --min-hits H")
-    with open_manager(db, create=False, for_writing=True) as manager:
-        memory = _existing(manager.storage.store(), name)
+    with open_database(db, create=False, for_writing=True) as storage:
+        memory = _existing(storage.store(), name)
         older = None if older_than_days is None else older_than_days * 86_400
         gone = memory.prune(keep=keep, older_than_s=older, min_hits=min_hits)
         left = len(memory.items())
@@ -92,8 +93,8 @@ def export(
     db: DbOption = None,
 ) -> None:
     """Write a memory's items, one JSON object per line."""
-    with open_manager(db, create=False) as manager:
-        items = _existing(manager.storage.store(), name).items()
+    with open_database(db, create=False) as storage:
+        items = _existing(storage.store(), name).items()
     try:
         out_file.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
     except OSError as exc:
@@ -116,8 +117,8 @@ def import_items(
         return
     if not all(isinstance(row, dict) for row in rows):
         fail(f"{in_file}: every line must be a JSON object (a memory item)")
-    with open_manager(db, for_writing=True) as manager:
-        memory = LifelongMemory(manager.storage.store(), name)
+    with open_database(db, for_writing=True) as storage:
+        memory = LifelongMemory(storage.store(), name)
         try:
             _check_rows(memory, rows)
             count = memory.import_items(rows)

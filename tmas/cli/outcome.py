@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -13,9 +13,12 @@ from tmas.cli.common import err, fail, out
 from tmas.cli.live import event_printer, terminal_reviewer
 from tmas.cli.tables import iteration_table, usage_table
 from tmas.lifecycle.failure_text import failure_message
-from tmas.lifecycle.manager import RunBusyError, RunManager, RunOutcome
+from tmas.lifecycle.run_status import RunBusyError, RunOutcome
 from tmas.nodes.control.selection_rules import selection_of
 from tmas.terminal import plain
+
+if TYPE_CHECKING:  # commands that drive runs pass one; showing a run needs none
+    from tmas.lifecycle.manager import RunManager
 
 
 def live_options(stream: bool, review: bool) -> dict[str, Any]:

@@ -10,9 +10,8 @@ from tmas.cli.common import (
     StreamOption,
     error_line,
     fail,
-    open_manager,
-    require_rebuildable,
 )
+from tmas.cli.database import open_manager, require_rebuildable
 from tmas.cli.endpoints import checked_router
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.cli.outcome import drive, finish, live_options

@@ -13,11 +13,11 @@ from tmas.cli.common import (
     DbOption,
     MemoryOption,
     PluginOption,
-    check_database,
     err,
     error_line,
     fail,
 )
+from tmas.cli.database import check_database
 from tmas.cli.endpoints import checked_plans
 from tmas.cli.model_options import ModelOptions, model_options
 from tmas.config import TMASConfig

@@ -8,18 +8,13 @@ from typing import Annotated
 import typer
 
 from tmas.cli.auto_plan import describe_choice
-from tmas.cli.common import (
-    DbOption,
-    JsonOption,
-    fail,
-    open_manager,
-    out,
-)
+from tmas.cli.common import DbOption, JsonOption, fail, out
+from tmas.cli.database import open_database
 from tmas.cli.outcome import finish
 from tmas.cli.plan_view import plan_lines, prompt_lines, state_lines
 from tmas.graphs.run_plan import saved_plan
 from tmas.lifecycle.history import saved_state
-from tmas.lifecycle.manager import RunOutcome
+from tmas.lifecycle.run_status import RunOutcome, run_status
 from tmas.storage.run_registry import UnknownRunError
 from tmas.storage.sqlite import StorageError
 from tmas.terminal import plain
@@ -37,15 +32,15 @@ def show(
     backend, each role's model, budget and temperature, channels, plugins, declared roles and
     overridden prompts (``--prompts``: every template the run rendered); ``--json`` includes
     the whole plan and the channels' values."""
-    with open_manager(db, create=False) as manager:
+    with open_database(db, create=False) as storage:
         try:
-            record = manager.registry.get(run_id)
+            record = storage.registry.get(run_id)
             plan = saved_plan(record)
         except (UnknownRunError, StorageError) as exc:
             fail(str(exc))
             return
-        state = saved_state(manager.storage, run_id)
-        status = manager.status_of(record, state)
+        state = saved_state(storage, run_id)
+        status = run_status(record, state)
     plan_choice = record.provenance.get("plan_choice")
     extra = {
         "roles": {n: r.model_dump() for n, r in plan.topology.roles.items()},

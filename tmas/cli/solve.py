@@ -16,8 +16,8 @@ from tmas.cli.common import (
     err,
     error_line,
     fail,
-    open_manager,
 )
+from tmas.cli.database import open_manager
 from tmas.cli.endpoints import checked_router
 from tmas.cli.inputs import proof_reference, read_documents, read_problem
 from tmas.cli.model_options import ModelOptions, model_options

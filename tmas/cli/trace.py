@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from tmas.cli.common import DbOption, err, fail, open_manager
+from tmas.cli.common import DbOption, err, fail
+from tmas.cli.database import open_manager
 from tmas.storage.run_registry import UnknownRunError
 from tmas.views.trace import collect_trace, render_page
 

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from tmas.answers.grading import is_correct
 from tmas.eval.data import Problem
-from tmas.lifecycle.run_stream import finished_status
+from tmas.lifecycle.run_status import finished_status
 from tmas.nodes.control.voting import tally, winner
 from tmas.state import failed_calls_by_role, lost_roles
 

@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from langgraph.graph.state import CompiledStateGraph
+from typing import TYPE_CHECKING, Any
 
 from tmas.graphs.builtin import per_candidate
 from tmas.graphs.pipeline import PIPELINE, body_from, candidate_tasks
 from tmas.graphs.registry import NodeContext, register_node, register_tasks
 from tmas.state import CHAIN_INPUT_KEYS, CHAIN_OUTPUT_KEYS
+
+if TYPE_CHECKING:  # LangGraph loads when a run starts, not with this module
+    from langgraph.graph.state import CompiledStateGraph
 
 register_tasks(
     "candidate_tasks",

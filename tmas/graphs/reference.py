@@ -37,7 +37,10 @@ def _first_sentence(item: Any) -> str:
         'The first sentence of the docstring of ``item`` (a function), of the function a ...'
     """
     if hasattr(item, "factory"):  # a node type: its factory, or the class it makes
-        made = typing.get_type_hints(item.factory).get("return")
+        try:
+            made = typing.get_type_hints(item.factory).get("return")
+        except NameError:  # a return type named for type checkers only (loaded with the engine)
+            made = None
         candidates = [item.factory, made if inspect.isclass(made) and made is not Any else None]
     elif hasattr(item, "plan") or hasattr(item, "build"):  # a planner or a task builder
         candidates = [getattr(item, "plan", None) or item.build]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -33,13 +33,15 @@ from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.graphs.validate import validate_spec
 from tmas.llm.backend import BackendSpec, make_router
 from tmas.llm.bindings import RoleBinding, described_models, resolve_bindings
-from tmas.llm.router import ModelRouter
 from tmas.nodes.channels import BUILTIN_CHANNELS, ChannelSpec
 from tmas.nodes.prompts import PromptSet, builtin_templates
 from tmas.registration import registry
 from tmas.roles import RoleBook
 from tmas.storage.run_registry import RunRecord
 from tmas.storage.sqlite import StorageError
+
+if TYPE_CHECKING:  # a plan names its router; making one loads the model stack
+    from tmas.llm.router import ModelRouter
 
 Settings = TMASConfig | Mapping[str, Any] | None
 

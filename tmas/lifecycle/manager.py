@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
@@ -28,55 +27,17 @@ from tmas.lifecycle.history import saved_state
 from tmas.lifecycle.memory_runs import seeded_banks
 from tmas.lifecycle.progress import ProgressDisplay, ProgressTracker
 from tmas.lifecycle.run_end import after_finish, needs_after_finish
-from tmas.lifecycle.run_stream import (
-    EventSink,
-    RunCancelled,
-    finished_status,
-    stream_pass,
-)
+from tmas.lifecycle.run_status import RunBusyError, RunOutcome, finished_status, run_status
+from tmas.lifecycle.run_stream import EventSink, RunCancelled, stream_pass
 from tmas.lifecycle.solver_replay import solver_replay
 from tmas.llm.backend import BackendSpec
 from tmas.llm.router import ModelRouter
-from tmas.state import lost_roles
 from tmas.storage import Storage, as_storage
 from tmas.storage.run_registry import RunRecord
 
 # Called with the state after each iteration of a reviewed run; returns channel updates to
 # apply before the next iteration ({} for none), or None to stop there (resume later).
 Reviewer = Callable[[dict[str, Any]], dict[str, Any] | None]
-
-
-class RunBusyError(RuntimeError):
-    """The run is being driven by another live process."""
-
-
-@dataclass
-class RunOutcome:
-    """The state a run ended in and whether it finished."""
-
-    run_id: str
-    state: dict[str, Any]
-    paused: bool = False  # stopped by a reviewer after an iteration; resume to go on
-
-    @property
-    def final_answer(self) -> str | None:
-        """The run's answer (by its selection rule), or None."""
-        return self.state.get("final_answer")
-
-    @property
-    def history(self) -> list[dict[str, Any]]:
-        """Every iteration's record: answers, vote, scores, Pass@1."""
-        return list(self.state.get("history") or [])
-
-    @property
-    def finished(self) -> bool:
-        """True once the loop stopped (max iterations or the early-stop rule)."""
-        return bool(self.state.get("stop_reason"))
-
-    @property
-    def lost_roles(self) -> list[str]:
-        """Roles that lost every call of the run: a finished run with any is degraded."""
-        return lost_roles(self.state.get("usage"))
 
 
 def thread_config(run_id: str, config: TMASConfig) -> dict[str, Any]:
@@ -286,15 +247,8 @@ class RunManager:
         return RunOutcome(record.run_id, final, paused)
 
     def status_of(self, record: RunRecord, state: dict[str, Any]) -> str:
-        """finished / degraded / running / paused / cancelled / interrupted / failed, from the
-        registry and the checkpoint."""
-        if done := finished_status(state):
-            return done
-        if record.status == "running" and record.process_alive():
-            return "running"
-        if record.status in ("failed", "paused", "cancelled"):
-            return record.status
-        return "interrupted"
+        """The run's status (:func:`tmas.lifecycle.run_status.run_status`)."""
+        return run_status(record, state)
 
 
 def iteration_end_node(spec: GraphSpec) -> str:

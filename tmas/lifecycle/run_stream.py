@@ -12,7 +12,6 @@ from langgraph.graph.state import CompiledStateGraph
 
 from tmas.lifecycle.event_loop import run_to_end
 from tmas.lifecycle.progress import ProgressDisplay
-from tmas.state import lost_roles
 
 EventSink = Callable[[dict[str, Any]], None]
 STOP_POLL_S = 0.1  # how often a run driven with a stop event looks at it
@@ -55,19 +54,3 @@ def stream_pass(
         task.result()
 
     run_to_end(one_pass if stop is None else until_stopped)
-
-
-def finished_status(state: dict[str, Any]) -> str | None:
-    """``finished``, ``degraded`` (finished, but some role lost every call), or None for a run
-    that has not finished.
-
-    Example:
-        >>> finished_status({"stop_reason": "max_iterations"}), finished_status({})
-        ('finished', None)
-        >>> finished_status({"stop_reason": "max_iterations",
-        ...                  "usage": {"verifier": {"calls": 0, "failed_calls": 4}}})
-        'degraded'
-    """
-    if not state.get("stop_reason"):
-        return None
-    return "degraded" if lost_roles(state.get("usage")) else "finished"

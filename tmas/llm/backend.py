@@ -5,14 +5,18 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tmas.llm.bindings import RoleBinding
-from tmas.llm.router import ModelRouter, describe_model
+from tmas.llm.calls import describe_model
 from tmas.roles import Role
+
+if TYPE_CHECKING:  # the model stack loads when a router is made, not with the settings
+    from langchain_core.language_models import BaseChatModel
+
+    from tmas.llm.router import ModelRouter
 
 VLLM_KINDS = ("vllm", "vllm-server")
 BATCHING_SERVER_CONCURRENCY = 256  # vLLM's default max_num_seqs
@@ -195,9 +199,9 @@ def require_module(module: str, hint: str) -> None:
 def _openai_model(
     base_url: str, model: str, spec: BackendSpec, max_tokens: int, temperature: float | None
 ) -> BaseChatModel:
-    from tmas.llm.openai_compat import make_openai_chat_model
+    from tmas.llm.openai_compat import make_endpoint_model
 
-    return make_openai_chat_model(
+    return make_endpoint_model(
         base_url=base_url,
         model=model,
         api_key_env=spec.api_key_env,
@@ -342,6 +346,8 @@ def make_router(
         ...             bindings).binding("verifier").max_tokens
         256
     """
+    from tmas.llm.router import ModelRouter
+
     models: dict[tuple[Any, ...], BaseChatModel] = {}
     by_role: dict[Role, BaseChatModel] = {}
     for role, binding in bindings.items():

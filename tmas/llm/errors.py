@@ -14,6 +14,11 @@ _TRANSIENT_NAMES = {
     "RemoteProtocolError",
     "ConnectTimeout",
     "PoolTimeout",
+    "WriteTimeout",
+    "ReadError",  # httpx: the connection broke while reading the reply
+    "WriteError",
+    "ClientConnectionError",  # aiohttp: refused, reset or dropped connections (and timeouts)
+    "ClientPayloadError",  # aiohttp: a reply body cut short
 }
 MAX_RETRY_AFTER_S = 300.0
 _CONTEXT_PHRASES = (

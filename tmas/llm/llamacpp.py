@@ -14,21 +14,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from tmas.llm.engine import EngineSettings, LlamaEngine, Outcome, Sampling, shared_engine
-
-_ROLE_OF_TYPE = {"system": "system", "human": "user", "ai": "assistant"}
-
-
-def to_chat_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
-    """Map langchain messages to OpenAI-style chat dicts (system / user / assistant).
-
-    Messages of other types (tool, function, chat) are sent as ``user`` turns.
-
-    Example:
-        >>> from langchain_core.messages import HumanMessage, SystemMessage
-        >>> to_chat_dicts([SystemMessage("be brief"), HumanMessage("hi")])
-        [{'role': 'system', 'content': 'be brief'}, {'role': 'user', 'content': 'hi'}]
-    """
-    return [{"role": _ROLE_OF_TYPE.get(m.type, "user"), "content": m.text} for m in messages]
+from tmas.llm.openai_wire import to_chat_dicts
 
 
 class ChatLlamaCpp(BaseChatModel):

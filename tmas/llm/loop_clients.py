@@ -52,6 +52,9 @@ def with_own_http_client(model: BaseChatModel, pool_size: int) -> BaseChatModel:
         >>> own.root_async_client is chat.root_async_client, own.model_name
         (False, 'm')
     """
+    with_pool = getattr(model, "with_pool", None)  # the package's own endpoint client
+    if with_pool is not None:
+        return with_pool(max(pool_size, MIN_POOL))
     root = getattr(model, "root_async_client", None)
     if root is None or not hasattr(root, "copy"):
         return model
@@ -184,7 +187,11 @@ class LoopClients:
         with self._lock:
             found = self._per_loop.pop(loop, None)
         for original, own in (found or {"models": {}})["models"].values():
-            if own is not original:
+            if own is original:
+                continue
+            if hasattr(own, "with_pool"):
+                await own.aclose()
+            else:
                 await own.root_async_client.close()
 
 

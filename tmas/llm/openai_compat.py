@@ -1,21 +1,15 @@
-"""Chat models served over an OpenAI-compatible HTTP API (``vllm serve``, llama.cpp, ...)."""
+"""Chat models served over an OpenAI-compatible HTTP API (``vllm serve``, llama.cpp, ...): the
+package's own lean client (:func:`make_endpoint_model`, what the built-in backends use) and
+LangChain's ``ChatOpenAI`` (:func:`make_openai_chat_model`, for code that wants the OpenAI
+SDK's behaviour and errors)."""
 
 from __future__ import annotations
 
 import math
-import os
 
 from langchain_core.language_models import BaseChatModel
-from pydantic import SecretStr
 
-# vLLM and llama.cpp servers started without --api-key accept any key.
-_NO_KEY = "EMPTY"
-
-
-def _api_key(api_key_env: str) -> SecretStr:
-    """Return the key from ``api_key_env``, else ``OPENAI_API_KEY``, else a placeholder."""
-    key = os.environ.get(api_key_env) or os.environ.get("OPENAI_API_KEY") or _NO_KEY
-    return SecretStr(key)
+from tmas.llm.endpoint import EndpointChatModel, api_key_from_env
 
 
 def make_openai_chat_model(
@@ -59,7 +53,38 @@ def make_openai_chat_model(
     return RoleTaggedChatOpenAI(
         base_url=base_url,
         model=model,
-        api_key=_api_key(api_key_env),
+        api_key=api_key_from_env(api_key_env),
+        max_tokens=max_tokens,
+        temperature=temperature,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
+
+
+def make_endpoint_model(
+    *,
+    base_url: str,
+    model: str,
+    api_key_env: str = "TMAS_API_KEY",
+    max_tokens: int,
+    temperature: float | None,
+    timeout: float = 600,
+    max_retries: int = 0,
+) -> EndpointChatModel:
+    """The package's own client of an OpenAI-compatible server (:mod:`tmas.llm.endpoint`),
+    with the same settings as :func:`make_openai_chat_model` (the key from ``api_key_env``,
+    else ``OPENAI_API_KEY``, else ``"EMPTY"``; no retries of its own by default).
+
+    Example:
+        >>> chat = make_endpoint_model(base_url="http://localhost:8000/v1", model="m",
+        ...                            max_tokens=256, temperature=0.7)
+        >>> chat.model_name, chat.max_retries
+        ('m', 0)
+    """
+    return EndpointChatModel(
+        base_url=base_url,
+        model=model,
+        api_key=api_key_from_env(api_key_env),
         max_tokens=max_tokens,
         temperature=temperature,
         timeout=timeout,

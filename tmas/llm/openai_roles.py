@@ -1,19 +1,10 @@
 """ChatOpenAI that names each call's role and prompt in HTTP headers, and sends its token
-limit under both names.
-
-Model calls carry their role as metadata (see :func:`tmas.llm.router.call_metadata`); over
-HTTP that metadata would be lost, so this client sends it as ``X-TMAS-Role`` and
-``X-TMAS-Prompt`` headers, which servers may log and our scripted test servers answer by.
-
-langchain-openai sends the limit as ``max_completion_tokens`` only, which some
-OpenAI-compatible servers do not read (llama-cpp-python's server generated ~600 tokens for a
-call limited to 24); the legacy ``max_tokens`` goes along, except to OpenAI's reasoning
-models, which refuse it.
+limit under both names (see :mod:`tmas.llm.openai_wire`, which the package's own endpoint
+client shares): langchain-openai sends the limit as ``max_completion_tokens`` only.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -21,36 +12,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 
-ROLE_HEADER = "X-TMAS-Role"
-PROMPT_HEADER = "X-TMAS-Prompt"
-ONLY_NEW_LIMIT = re.compile(r"^(o\d|gpt-5)")  # OpenAI models that refuse max_tokens
-
-
-def with_legacy_limit(payload: dict[str, Any], model: str | None) -> dict[str, Any]:
-    """The request body with ``max_tokens`` beside ``max_completion_tokens``.
-
-    Example:
-        >>> with_legacy_limit({"max_completion_tokens": 24}, "smollm2")
-        {'max_completion_tokens': 24, 'max_tokens': 24}
-        >>> with_legacy_limit({"max_completion_tokens": 24}, "o3-mini")
-        {'max_completion_tokens': 24}
-    """
-    limit = payload.get("max_completion_tokens")
-    if limit is not None and not ONLY_NEW_LIMIT.match(model or ""):
-        payload["max_tokens"] = limit
-    return payload
-
-
-def role_headers(metadata: dict[str, Any] | None) -> dict[str, str]:
-    """The headers naming a call's role and prompt, from its metadata.
-
-    Example:
-        >>> role_headers({"tmas_role": "verifier", "tmas_prompt": "verifier/user"})
-        {'X-TMAS-Role': 'verifier', 'X-TMAS-Prompt': 'verifier/user'}
-    """
-    metadata = metadata or {}
-    found = {ROLE_HEADER: metadata.get("tmas_role"), PROMPT_HEADER: metadata.get("tmas_prompt")}
-    return {name: str(value) for name, value in found.items() if value}
+from tmas.llm.openai_wire import role_headers, with_legacy_limit
 
 
 class RoleTaggedChatOpenAI(ChatOpenAI):

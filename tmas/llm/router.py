@@ -9,7 +9,6 @@ import copy
 import functools
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -18,51 +17,12 @@ from langgraph.errors import GraphBubbleUp
 
 from tmas.config import TMASConfig
 from tmas.llm.bindings import RoleBinding, resolve_bindings
+from tmas.llm.calls import Completion, ModelCall, call_metadata, describe_model
+from tmas.llm.endpoint import EndpointChatModel
 from tmas.llm.errors import ModelCallError
 from tmas.llm.loop_clients import LoopClients, answers_async
+from tmas.llm.openai_wire import ChatReply, role_headers
 from tmas.roles import Role, RoleBook, UnknownRoleError
-
-
-@dataclass(frozen=True)
-class Completion:
-    """The text of one model reply and its token counts."""
-
-    text: str
-    input_tokens: int
-    output_tokens: int
-
-    def usage(self, role: Role) -> dict[str, dict[str, int]]:
-        """This call as a ``usage`` state update.
-
-        Example:
-            >>> Completion("hi", 3, 1).usage("solver")
-            {'solver': {'calls': 1, 'input_tokens': 3, 'output_tokens': 1}}
-        """
-        return {
-            role: {
-                "calls": 1,
-                "input_tokens": self.input_tokens,
-                "output_tokens": self.output_tokens,
-            }
-        }
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    """One question for a role's model: what :meth:`ModelRouter.complete` takes, as a value
-    an agent can hand over (see :class:`tmas.nodes.common.SteppedAgent`).
-
-    Example:
-        >>> ModelCall("solver", "You solve.", "1+1?", 16, 0).role
-        'solver'
-    """
-
-    role: Role
-    system: str
-    user: str
-    max_tokens: int
-    seed: int
-    prompt: str | None = None
 
 
 def _text_of(message: Any) -> str:
@@ -79,20 +39,6 @@ def _usage_of(message: Any) -> tuple[int, int]:
     return int(usage.get("input_tokens", 0) or 0), int(usage.get("output_tokens", 0) or 0)
 
 
-def describe_model(model: Any) -> str:
-    """A chat model's name for messages: its model name and, for an endpoint, where it is.
-
-    Example:
-        >>> from tmas.testing.fake_chat import ScriptedChatModel
-        >>> describe_model(ScriptedChatModel())
-        'ScriptedChatModel'
-    """
-    name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    where = getattr(model, "openai_api_base", None)
-    text = repr(name) if isinstance(name, str) and name else type(model).__name__
-    return f"{text} at {where}" if where else text
-
-
 def default_bindings(main: BaseChatModel) -> dict[Role, RoleBinding]:
     """The bindings of a router made without a run's plan: the package's own roles at their
     default budgets and the default temperature, all on ``main``.
@@ -104,16 +50,6 @@ def default_bindings(main: BaseChatModel) -> dict[Role, RoleBinding]:
     """
     return resolve_bindings(TMASConfig(), RoleBook.builtin(), kind="custom",
                             model=describe_model(main))  # fmt: skip
-
-
-def call_metadata(role: Role, prompt: str | None = None) -> dict[str, str]:
-    """The metadata a model call carries: its role and the key of its prompt template.
-
-    Example:
-        >>> call_metadata("verifier", "verifier/user")
-        {'tmas_role': 'verifier', 'tmas_prompt': 'verifier/user'}
-    """
-    return {"tmas_role": role, **({"tmas_prompt": prompt} if prompt else {})}
 
 
 class ModelRouter:
@@ -252,22 +188,15 @@ class ModelRouter:
         binding = self.bindings.get(self.model_role or role)
         return binding.temperature if binding is not None else None
 
-    def _request(
-        self, call: ModelCall
-    ) -> tuple[BaseChatModel, list[Any], dict[str, Any], dict[str, Any]]:
-        """The model, messages, run config and generation kwargs of ``call``."""
+    def _request(self, call: ModelCall) -> tuple[BaseChatModel, dict[str, Any]]:
+        """The model and generation kwargs of ``call``."""
         kwargs: dict[str, Any] = {}
         if self.pass_generation_kwargs:
             kwargs = {"max_tokens": call.max_tokens, "seed": call.seed}
             temperature = self.temperature_for(call.role)
             if temperature is not None:
                 kwargs["temperature"] = temperature
-        config = {
-            "tags": [f"tmas:{call.role}"],
-            "metadata": call_metadata(call.role, call.prompt),
-        }
-        messages = [SystemMessage(call.system), HumanMessage(call.user)]
-        return self.model_for(call.role), messages, config, kwargs
+        return self.model_for(call.role), kwargs
 
     def complete(
         self,
@@ -299,10 +228,12 @@ class ModelRouter:
 
     def call(self, call: ModelCall) -> Completion:
         """:meth:`complete` for a :class:`ModelCall`, in the calling thread."""
-        model, messages, config, kwargs = self._request(call)
+        model, kwargs = self._request(call)
         with self._slots or contextlib.nullcontext():
             try:
-                reply: AIMessage = model.invoke(messages, config=config, **kwargs)
+                if isinstance(model, EndpointChatModel):
+                    return _answered(model.complete(_chat(call), headers=_headers(call), **kwargs))
+                reply: AIMessage = model.invoke(_messages(call), config=_run_config(call), **kwargs)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
@@ -322,17 +253,25 @@ class ModelRouter:
             >>> asyncio.run(router.acall(call)).text
             'Strategy: Set up an equation'
         """
-        model, messages, config, kwargs = self._request(call)
+        model, kwargs = self._request(call)
         clients = self._loop_clients
         async with clients.slots() or contextlib.nullcontext():
             await clients.hold_if_ending()
             await clients.let_finished_calls_save()
             try:
+                if isinstance(model, EndpointChatModel):
+                    own = clients.model(model)
+                    answer = await own.acomplete(_chat(call), headers=_headers(call), **kwargs)
+                    return _answered(answer)
                 if answers_async(model):
                     own = clients.model(model)
-                    reply: AIMessage = await own.ainvoke(messages, config=config, **kwargs)
+                    reply: AIMessage = await own.ainvoke(
+                        _messages(call), config=_run_config(call), **kwargs
+                    )
                 else:
-                    invoke = functools.partial(model.invoke, messages, config=config, **kwargs)
+                    invoke = functools.partial(
+                        model.invoke, _messages(call), config=_run_config(call), **kwargs
+                    )
                     context = contextvars.copy_context()
                     reply = await asyncio.get_running_loop().run_in_executor(
                         clients.executor(), context.run, invoke
@@ -359,6 +298,27 @@ class ModelRouter:
             >>> asyncio.run(ModelRouter(ScriptedChatModel()).aclose())
         """
         await self._loop_clients.aclose()
+
+
+def _messages(call: ModelCall) -> list[Any]:
+    return [SystemMessage(call.system), HumanMessage(call.user)]
+
+
+def _run_config(call: ModelCall) -> dict[str, Any]:
+    """What a LangChain model's callbacks and tracing see of a call: its role and prompt."""
+    return {"tags": [f"tmas:{call.role}"], "metadata": call_metadata(call.role, call.prompt)}
+
+
+def _chat(call: ModelCall) -> list[dict[str, str]]:
+    return [{"role": "system", "content": call.system}, {"role": "user", "content": call.user}]
+
+
+def _headers(call: ModelCall) -> dict[str, str]:
+    return role_headers(call_metadata(call.role, call.prompt))
+
+
+def _answered(reply: ChatReply) -> Completion:
+    return Completion(reply.text, reply.input_tokens, reply.output_tokens)
 
 
 def _completion(reply: Any) -> Completion:

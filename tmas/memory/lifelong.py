@@ -27,12 +27,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from hashlib import sha1
-from typing import Any
-
-from langgraph.store.base import BaseStore
+from typing import TYPE_CHECKING, Any
 
 from tmas.memory.dedup import find_duplicate
 from tmas.memory.similarity import similarity_named
+
+if TYPE_CHECKING:  # LangGraph loads when a run starts, not with this module
+    from langgraph.store.base import BaseStore
 
 ROOT = "tmas_memory"
 KINDS = ("experience", "guideline")

@@ -11,9 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.store.base import BaseStore
+if TYPE_CHECKING:  # LangGraph loads when a run starts, not with this module
+    from langgraph.store.base import BaseStore
+
 
 _CLAIM_LOCK = threading.Lock()
 SEARCH_LIMIT = 10_000

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tmas.answers.parsing import Parsed, extract_answer
 from tmas.config import TMASConfig
-from tmas.llm.router import Completion, ModelCall, ModelRouter
+from tmas.llm.calls import Completion, ModelCall
 from tmas.nodes.context import NodeContext
 from tmas.nodes.events import emit
 from tmas.nodes.prompts import PromptSet
 from tmas.roles import Role
 from tmas.state import Candidate, ParseIssue, RunState, failed
+
+if TYPE_CHECKING:  # the router loads the model stack; nodes only name it
+    from tmas.llm.router import ModelRouter
 
 
 def issues_of(
@@ -128,6 +131,7 @@ class AgentNode:
     run's config, models and prompts, and the node's role).
 
     Example:
+        >>> from tmas.llm.router import ModelRouter
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> node = AgentNode(NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel())))
         >>> node.prompts.has("solver/system"), node.role
@@ -168,6 +172,7 @@ class SteppedAgent(AgentNode):
     through :meth:`acall` (``graph.ainvoke``/``astream``) it makes them on the event loop.
 
     Example:
+        >>> from tmas.llm.router import ModelRouter
         >>> import asyncio
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> class Echo(SteppedAgent):

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tmas.config import TMASConfig
-from tmas.llm.router import Completion, ModelCall, ModelRouter
+from tmas.llm.calls import Completion, ModelCall
 from tmas.nodes.channels import ChannelSpec
 from tmas.nodes.prompts import PromptSet
+
+if TYPE_CHECKING:  # the router loads the model stack; a node's context only names it
+    from tmas.llm.router import ModelRouter
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class NodeContext:
     compiles a pipeline's body with the same settings (set by the compiler).
 
     Example:
+        >>> from tmas.llm.router import ModelRouter
         >>> from tmas.testing.fake_chat import ScriptedChatModel
         >>> ctx = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()), role="critic",
         ...                   group="verifier")
@@ -57,6 +61,7 @@ class NodeContext:
         """The template the node renders as ``name``: its role's, else its type's group's.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> ctx = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()),
             ...                   PromptSet({"critic/user": "{solution}"}), "critic", "verifier")
@@ -81,6 +86,7 @@ class NodeContext:
         its role and its role's budget.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> ctx = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()),
             ...                   role="verifier", group="verifier")
@@ -109,6 +115,7 @@ class NodeContext:
         defaults to the run's.
 
         Example:
+            >>> from tmas.llm.router import ModelRouter
             >>> from tmas.testing.fake_chat import ScriptedChatModel
             >>> ctx = NodeContext(TMASConfig(), ModelRouter(ScriptedChatModel()),
             ...                   role="guideline", group="guideline")

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.config import get_stream_writer
-
 from tmas.terminal import plain
 
 TEXT_LIMIT = 160
@@ -29,6 +27,8 @@ def emit(event: str, **fields: Any) -> None:
     Example:
         >>> emit("candidate", index=0, answer="18")  # outside a graph: nothing happens
     """
+    from langgraph.config import get_stream_writer  # loaded by then in a run; not before
+
     try:
         writer = get_stream_writer()
     except RuntimeError:  # not inside a running graph

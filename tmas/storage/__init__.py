@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from tmas.storage.checkpoint_reader import SqliteCheckpointReader
 from tmas.storage.handle import Storage, redact
 from tmas.storage.run_registry import RunRegistry, Upgrade
 from tmas.storage.sqlite import (
@@ -16,7 +17,6 @@ from tmas.storage.sqlite import (
     check_writable,
     connect,
     default_db_path,
-    open_checkpointer,
     open_store,
 )
 
@@ -38,12 +38,22 @@ def sqlite_storage(
 ) -> Storage:
     """Storage on an open SQLite connection (see :func:`tmas.storage.sqlite.connect`); runs
     saved before plans are given theirs with ``upgrade`` (:class:`RunRegistry`)."""
+
+    def saver() -> Any:
+        from tmas.storage.checkpointer import open_checkpointer  # loads LangGraph
+
+        return open_checkpointer(conn)
+
+    def reader(storage: Storage) -> SqliteCheckpointReader:
+        return SqliteCheckpointReader(conn, full=lambda: storage.checkpointer)
+
     return Storage(
         location=location,
-        checkpointer=open_checkpointer(conn),
+        _open_checkpointer=saver,
         registry=RunRegistry(conn, upgrade),
         _open_store=lambda: open_store(conn),
         _close=conn.close,
+        _open_reader=reader,
     )
 
 

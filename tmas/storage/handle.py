@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.store.base import BaseStore
-
 from tmas.storage.run_registry import RunRegistry
+
+if TYPE_CHECKING:  # LangGraph loads with the checkpointer, when a database is opened
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.store.base import BaseStore
 
 
 def redact(url: str) -> str:
@@ -28,14 +30,35 @@ def redact(url: str) -> str:
 
 @dataclass
 class Storage:
-    """An opened run database: checkpointer, run registry and (on first use) the shared store."""
+    """An opened run database: checkpointer, run registry and (on first use) the shared store.
+
+    The checkpointer (LangGraph's saver) is opened on first use; ``reader`` answers the
+    saver's ``get_tuple`` and ``list`` for code that only reads (a SQLite database reads its
+    plain checkpoints without loading LangGraph; any other gives the saver itself).
+    """
 
     location: str
-    checkpointer: BaseCheckpointSaver
+    _open_checkpointer: Callable[[], BaseCheckpointSaver]
     registry: RunRegistry
     _open_store: Callable[[], BaseStore]
     _close: Callable[[], None]
+    _open_reader: Callable[[Storage], Any] | None = None
     _store: BaseStore | None = field(default=None, init=False)
+    _checkpointer: BaseCheckpointSaver | None = field(default=None, init=False)
+
+    @property
+    def checkpointer(self) -> BaseCheckpointSaver:
+        """The checkpointer runs are saved with (opened once, on first use)."""
+        if self._checkpointer is None:
+            self._checkpointer = self._open_checkpointer()
+        return self._checkpointer
+
+    @property
+    def reader(self) -> Any:
+        """What reads saved checkpoints: ``get_tuple`` and ``list`` as the saver has them."""
+        if self._open_reader is None or self._checkpointer is not None:
+            return self.checkpointer
+        return self._open_reader(self)
 
     def store(self) -> BaseStore:
         """The LangGraph store of this database (opened once, on first use)."""

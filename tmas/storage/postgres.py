@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tmas.storage.checkpointer import strict_serializer
 from tmas.storage.handle import Storage, redact
 from tmas.storage.run_registry import RunRegistry, Upgrade
 from tmas.storage.sql import PostgresSql
-from tmas.storage.sqlite import StorageError, strict_serializer
+from tmas.storage.sqlite import StorageError
 
 _SETUP_LOCK = zlib.crc32(b"tmas-storage-setup")
 CONNECT_TIMEOUT_S = 10
@@ -91,4 +92,4 @@ def postgres_storage(url: str, upgrade: Upgrade | None = None) -> Storage:
         for conn in opened:
             conn.close()
 
-    return Storage(redact(url), saver, registry, open_store, close)
+    return Storage(redact(url), lambda: saver, registry, open_store, close)

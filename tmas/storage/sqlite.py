@@ -1,4 +1,5 @@
-"""The SQLite checkpointer every run is saved in, with a strict (pickle-free) serializer."""
+"""The SQLite file every run is saved in: where it is, opening it, and what its errors mean
+(the checkpointer on it is :mod:`tmas.storage.checkpointer`)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,8 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite import SqliteSaver
-
-from tmas.storage.async_methods import AsyncFromSync
 from tmas.storage.sqlite_files import open_tracked
 
 if TYPE_CHECKING:
@@ -38,40 +35,6 @@ def default_db_path() -> Path:
     """
     home = os.environ.get("TMAS_HOME") or Path.home() / ".local" / "share" / "tmas"
     return Path(home) / "runs.sqlite"
-
-
-class StrictSerializer(JsonPlusSerializer):
-    """LangGraph's serializer with pickle off and msgpack limited to its safe built-in types;
-    a saved value it will not decode (a ``pickle`` blob, a damaged one) raises StorageError
-    instead of being run or half-read.
-
-    Example:
-        >>> serde = StrictSerializer()
-        >>> serde.loads_typed(serde.dumps_typed({"answer": "18"}))
-        {'answer': '18'}
-        >>> serde.loads_typed(("pickle", b"cos\\nsystem\\n."))
-        Traceback (most recent call last):
-        ...
-        tmas.storage.sqlite.StorageError: refused to decode a saved checkpoint value of type...
-    """
-
-    def __init__(self) -> None:
-        super().__init__(pickle_fallback=False, allowed_msgpack_modules=None)
-
-    def loads_typed(self, data: tuple[str, bytes]) -> Any:
-        """Decode one saved value; StorageError for a type or blob that is refused."""
-        try:
-            return super().loads_typed(data)
-        except Exception as exc:  # noqa: BLE001 - any undecodable blob is reported the same way
-            raise StorageError(
-                f"refused to decode a saved checkpoint value of type {data[0]!r}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from None
-
-
-def strict_serializer() -> JsonPlusSerializer:
-    """A serializer that never unpickles and decodes only msgpack's safe built-in types."""
-    return StrictSerializer()
 
 
 def busy_timeout_s() -> float:
@@ -231,28 +194,17 @@ def check_writable(conn: sqlite3.Connection, location: str | Path) -> None:
         raise StorageError(describe_database_error(exc, location)) from None
 
 
-def _location(conn: sqlite3.Connection) -> str:
+def location_of(conn: sqlite3.Connection) -> str:
+    """The file a SQLite connection is on (``:memory:`` for none), for messages.
+
+    Example:
+        >>> location_of(sqlite3.connect(":memory:"))
+        ':memory:'
+    """
     try:
         return conn.execute("pragma database_list").fetchone()[2] or ":memory:"
     except sqlite3.DatabaseError:
         return "(unknown)"
-
-
-class SqliteSaverWithAsync(AsyncFromSync, SqliteSaver):
-    """LangGraph's SqliteSaver with async methods, so a run can be driven with ``astream``;
-    its writes (a fraction of a millisecond each) are made on the loop at once."""
-
-    writes_in_thread = False
-
-
-def open_checkpointer(conn: sqlite3.Connection) -> SqliteSaver:
-    """A ready SqliteSaver on ``conn`` using the strict serializer (with async methods)."""
-    saver = SqliteSaverWithAsync(conn, serde=strict_serializer())
-    try:
-        saver.setup()
-    except sqlite3.DatabaseError as exc:
-        raise StorageError(describe_database_error(exc, _location(conn))) from None
-    return saver
 
 
 def open_store(conn: sqlite3.Connection) -> SqliteStore:
@@ -261,7 +213,7 @@ def open_store(conn: sqlite3.Connection) -> SqliteStore:
     loads NumPy)."""
     from langgraph.store.sqlite import SqliteStore
 
-    path = _location(conn)
+    path = location_of(conn)
     store = SqliteStore(connect(path, autocommit=True) if path != ":memory:" else conn)
     for attempt in range(STORE_SETUP_ATTEMPTS):
         try:

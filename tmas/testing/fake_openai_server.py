@@ -19,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tmas.llm.hosts import is_loopback
-from tmas.llm.openai_roles import PROMPT_HEADER, ROLE_HEADER
+from tmas.llm.openai_wire import PROMPT_HEADER, ROLE_HEADER
 from tmas.testing.chat_payloads import count_words, send_stream, text_of
 from tmas.testing.latency import LogNormalLatency, latency_model
 from tmas.testing.scripted import ScriptedReplies, scripted_reply

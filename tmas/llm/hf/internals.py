@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.llm.router import describe_model
+from tmas.llm.calls import describe_model
 
 
 class LatentModelError(ValueError):

@@ -15,7 +15,7 @@ from pydantic import ConfigDict
 
 from tmas.llm.chat_results import Choice, chat_result
 from tmas.llm.hf.model_loading import LoadedModel, load_model
-from tmas.llm.llamacpp import to_chat_dicts
+from tmas.llm.openai_wire import to_chat_dicts
 
 
 def cut_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:

@@ -13,7 +13,7 @@ from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict, Field
 
 from tmas.llm.chat_results import Choice, chat_result
-from tmas.llm.llamacpp import to_chat_dicts
+from tmas.llm.openai_wire import to_chat_dicts
 from tmas.llm.vllm.async_engine import VLLMEngine, shared_engine
 
 

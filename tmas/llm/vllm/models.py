@@ -85,14 +85,14 @@ def server_chat_model(
 ) -> BaseChatModel:
     """An OpenAI-compatible chat model talking to a managed vLLM server for ``model``,
     started on loopback (shared by every role of the process that uses the same model)."""
-    from tmas.llm.openai_compat import make_openai_chat_model
+    from tmas.llm.openai_compat import make_endpoint_model
     from tmas.llm.vllm.server import shared_server
 
     options = resolved_options(model, engine_args, n_ctx)
     name = served_name(model)
     server = shared_server(options.pop("model"), name, options)
     server.start()
-    return make_openai_chat_model(
+    return make_endpoint_model(
         base_url=server.base_url,
         model=name,
         api_key_env=api_key_env,

@@ -11,10 +11,8 @@ import re
 import time
 from typing import Any
 
-from langgraph.config import get_config, get_store
-
 from tmas.answers.parsing import Parsed, extract_answer, parse_bullets
-from tmas.llm.router import Completion
+from tmas.llm.calls import Completion
 from tmas.memory.shared_board import NoteBoard, TaskQueue
 from tmas.nodes.common import AgentNode, issues_of
 from tmas.nodes.context import NodeContext
@@ -27,6 +25,8 @@ _FIELD = re.compile(r"^\s*(note|evidence|subtask)\s*:\s*(.+?)\s*$", re.IGNORECAS
 
 def board_for_run() -> tuple[TaskQueue, NoteBoard]:
     """The queue and board of the running graph's thread (the store must be configured)."""
+    from langgraph.config import get_config, get_store
+
     store = get_store()
     if store is None:
         raise ValueError("the delm topology needs a LangGraph store: compile with store=...")

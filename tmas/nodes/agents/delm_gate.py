@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tmas.answers.parsing import parse_verification
-from tmas.llm.router import Completion, ModelRouter
+from tmas.llm.calls import Completion
 from tmas.memory.dedup import find_duplicate
 from tmas.memory.similarity import similarity_named
 from tmas.nodes.prompts import PromptSet
+
+if TYPE_CHECKING:  # the router loads the model stack; nodes only name it
+    from tmas.llm.router import ModelRouter
 
 _PLACEHOLDER = re.compile(
     r"\b(?:TODO|TBD|FIXME|XXX)\b|\[(?:insert|placeholder)|<[a-z _-]*placeholder[a-z _-]*>|"

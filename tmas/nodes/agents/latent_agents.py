@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.config import get_config
-
+from tmas.llm.calls import Completion
 from tmas.llm.errors import ModelCallError
 from tmas.llm.hf.latent_trace import Segment, base_weights
 from tmas.llm.hf.trace_store import TRACES
-from tmas.llm.hf.transformers_chat import chat_prompt_ids, eos_ids
-from tmas.llm.router import Completion
 from tmas.nodes.agents.chain import agent_messages, chain_records, with_record
 from tmas.nodes.agents.solver import failed_candidate
 from tmas.nodes.common import answer_update
@@ -35,6 +32,8 @@ def run_of(state: RunState) -> tuple[str, int]:
         ('default', 2)
     """
     try:
+        from langgraph.config import get_config
+
         thread = str(get_config()["configurable"].get("thread_id", "default"))
     except RuntimeError:  # called outside a graph
         thread = "default"
@@ -57,6 +56,8 @@ def make_segment(
 
         segment = make_segment(tokenizer, PromptSet(), "planner", "1+1?", 8, True, True)
     """
+    from tmas.llm.hf.transformers_chat import chat_prompt_ids  # loads with the model
+
     ids = chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem))
     return Segment(agent, tuple(ids), latent_steps, realign, keep_prompt)
 
@@ -71,6 +72,8 @@ def final_prompt_ids(
 
         ids = final_prompt_ids(tokenizer, PromptSet(), "judger", "1+1?")
     """
+    from tmas.llm.hf.transformers_chat import chat_prompt_ids  # loads with the model
+
     return chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem, notes))
 
 
@@ -144,6 +147,8 @@ class LatentAnswer:
         self.max_tokens, self.temperature = max_tokens, temperature
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
+        from tmas.llm.hf.transformers_chat import eos_ids  # loads with the model
+
         tokenizer, plan = self.loaded.tokenizer, task["plan"]
         try:
             with self.loaded.lock:

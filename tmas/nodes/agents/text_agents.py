@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tmas.llm.router import ModelCall
+from tmas.llm.calls import ModelCall
 from tmas.nodes.agents.chain import (
     agent_messages,
     agent_template,
