@@ -20,7 +20,7 @@ milliseconds per TMAS iteration, together with the ratios A/B and A_sqlite/B.
 
 Run it from the repository root::
 
-    python benchmarks/engine_overhead.py [--iterations 5] [--repeats 5]
+    python benchmarks/engine_overhead.py [--iterations 5] [--repeats 5] [--toy]
 """
 
 from __future__ import annotations
@@ -50,16 +50,13 @@ from tmas import build_tmas_graph
 from tmas.config import TMASConfig
 from tmas.lifecycle.event_loop import run_to_end
 from tmas.llm.router import ModelRouter
-from tmas.nodes.agents.experience import ExtractExperience
-from tmas.nodes.agents.guideline import ExtractGuideline
 from tmas.nodes.agents.reflection import reflection_tasks
-from tmas.nodes.agents.solver import Solve, solver_tasks
-from tmas.nodes.agents.summarizer import Summarize, summary_tasks
-from tmas.nodes.agents.verifier import Verify, verification_tasks
-from tmas.nodes.control.bank_update import UpdateBanks
-from tmas.nodes.control.iteration import StartIteration
-from tmas.nodes.control.record import RecordIteration
+from tmas.nodes.agents.solver import solver_tasks
+from tmas.nodes.agents.summarizer import summary_tasks
+from tmas.nodes.agents.verifier import verification_tasks
+from tmas.nodes.context import NodeContext
 from tmas.nodes.tasks import TaskRequest
+from tmas.registration import registry
 from tmas.state import RunState
 from tmas.storage.checkpointer import open_checkpointer
 from tmas.storage.sqlite import connect
@@ -156,15 +153,24 @@ def apply(state: dict[str, Any], update: dict[str, Any]) -> None:
         state[key] = reducer(state.get(key), value) if reducer else value
 
 
+def node_of(kind: str, config: TMASConfig, router: ModelRouter) -> Callable[[dict], dict]:
+    """The node of registered type ``kind`` as the compiler makes it (its role's context)."""
+    node_type = registry().nodes[kind]
+    role = node_type.role or "solver"
+    return node_type.factory(NodeContext(config, router, role=role, group=node_type.prompt_group))
+
+
 async def plain_loop(config: TMASConfig, router: ModelRouter) -> dict[str, Any]:
     """Side B: the TMAS loop as plain asyncio, same nodes, same calls, no engine."""
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(MAX_CONCURRENCY))
     limit = asyncio.Semaphore(MAX_CONCURRENCY)
-    start_iteration, update_banks = StartIteration(config), UpdateBanks(config)
-    record_iteration = RecordIteration(config)
-    solve, verify = Solve(router, config), Verify(router, config)
-    summarize = Summarize(router, config)
-    experience, guideline = ExtractExperience(router, config), ExtractGuideline(router, config)
+    start_iteration, update_banks, record_iteration, solve, verify, summarize = (
+        node_of(kind, config, router)
+        for kind in ("start_iteration", "update_banks", "record_iteration", "solve", "verify",
+                     "summarize")
+    )  # fmt: skip
+    experience = node_of("extract_experience", config, router)
+    guideline = node_of("extract_guideline", config, router)
 
     async def call(node: Callable[[dict], dict], task: dict[str, Any]) -> dict[str, Any]:
         async with limit:
@@ -241,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=5, help="TMAS iterations per run")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of each side")
+    parser.add_argument("--toy", action="store_true", help="one iteration, one repeat (CI)")
     args = parser.parse_args(argv)
+    if args.toy:
+        args.iterations, args.repeats = 1, 1
     if args.iterations < 1 or args.repeats < 1:
         parser.error("--iterations and --repeats must be at least 1")
 
