@@ -40,24 +40,46 @@ class BoundedGrader:
         self.timeouts = 0
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
+        self._ready = False
+
+    def start_early(self) -> None:
+        """Start the worker now without waiting for it (its imports take a second or two),
+        so that the first check that needs it, later, does not wait for them.
+
+        Example:
+            >>> grader = BoundedGrader()
+            >>> grader.start_early()
+            >>> grader.equivalent("\\\\frac{1}{2}", "0.5")
+            True
+            >>> grader.close()
+        """
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._launch()
+
+    def _launch(self) -> None:
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tmas.answers.grading_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+        self._ready = False
 
     def _start(self) -> subprocess.Popen | None:
         """The running worker, started (and waited for until it is ready) when needed; None
         when a new one did not get ready in time."""
         if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(
-                [sys.executable, "-m", "tmas.answers.grading_worker"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-                bufsize=1,
-            )
-            assert self._process.stdout is not None
+            self._launch()
+        assert self._process is not None and self._process.stdout is not None
+        if not self._ready:
             ready, _, _ = select.select([self._process.stdout], [], [], STARTUP_TIMEOUT_S)
             if not ready or self._process.stdout.readline().strip() != READY:
                 self.close()
                 return None
+            self._ready = True
         return self._process
 
     def close(self) -> None:
@@ -98,6 +120,16 @@ class BoundedGrader:
 
 _default_grader = BoundedGrader()
 atexit.register(_default_grader.close)
+
+
+def start_grading_early() -> None:
+    """Start the default grader's worker now, in the background (an evaluation does, before
+    its first problem, so the first check that needs math-verify does not wait for it).
+
+    Example:
+        >>> start_grading_early()
+    """
+    _default_grader.start_early()
 
 
 def is_correct(answer: str | None, gold: str | None, grader: BoundedGrader | None = None) -> bool:

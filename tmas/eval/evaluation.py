@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tmas.answers.grading import start_grading_early
 from tmas.eval.data import Problem
 from tmas.eval.identity import (
     EvaluationMismatch,
@@ -251,6 +252,8 @@ class Evaluation:
         After such a stop, and before any problem finished, a rerun may correct the model
         settings: the saved runs take them."""
         jobs = self.prepare()
+        if any(problem.answer for problem in self.problems):
+            start_grading_early()
         rows: dict[str, dict[str, Any]] = {}
         stop = threading.Event()
         for row in self._rows(jobs, stop):

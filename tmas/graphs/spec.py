@@ -318,7 +318,8 @@ def read_data_file(path: Path | str) -> Any:
             return json.loads(text)
         import yaml
 
-        return yaml.safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's, when built with it
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader either way
     except Exception as exc:  # noqa: BLE001 - any syntax error becomes one clear problem
         raise SpecError([f"cannot parse {path.name}: {exc}"], str(path)) from None
 
