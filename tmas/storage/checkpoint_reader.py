@@ -2,9 +2,9 @@
 look (``tmas runs``, ``tmas show``): the latest checkpoint of a run, or all of them newest
 first, with the same answers as the saver's ``get_tuple`` and ``list``.
 
-A run's state is plain data, saved as msgpack. LangGraph's own channels (``__pregel_tasks``
-and the like) may hold its objects (``Send``), which are left out here; a checkpoint with any
-other value that is not plain data is read through the full checkpointer instead.
+A run's state is plain data, saved as msgpack. LangGraph's own channels (``__pregel_tasks``,
+``branch:...``), which may hold its objects (``Send``), are left out here; a checkpoint with
+any other value that is not plain data is read through the full checkpointer instead.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _holds_opaque(value: Any) -> bool:
 
 def decode_checkpoint(kind: str, blob: bytes) -> dict[str, Any]:
     """A saved checkpoint of ``kind`` ``msgpack`` as plain data, LangGraph's own channels left
-    out where they hold its objects; NotPlainData for anything else.
+    out; NotPlainData for anything else.
 
     Example:
         >>> decode_checkpoint("msgpack", ormsgpack.packb({"channel_values": {"answer": "18"}}))
@@ -69,13 +69,11 @@ def decode_checkpoint(kind: str, blob: bytes) -> dict[str, Any]:
         raise NotPlainData(str(exc)) from None
     if not isinstance(checkpoint, dict):
         raise NotPlainData(f"a checkpoint of type {type(checkpoint).__name__}")
-    if seen:
-        values = dict(checkpoint.get("channel_values") or {})
-        for name in [n for n in values if _is_engine_channel(n) and _holds_opaque(values[n])]:
-            del values[name]
-        if _holds_opaque(values):
-            raise NotPlainData(f"msgpack extension types {sorted(set(seen))}")
-        checkpoint["channel_values"] = values
+    values = checkpoint.get("channel_values") or {}
+    values = {name: value for name, value in values.items() if not _is_engine_channel(name)}
+    if seen and _holds_opaque(values):
+        raise NotPlainData(f"msgpack extension types {sorted(set(seen))}")
+    checkpoint["channel_values"] = values
     return checkpoint
 
 
