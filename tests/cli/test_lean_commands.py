@@ -58,7 +58,8 @@ def test_a_command_that_only_looks_loads_no_engine(argv: list[str]) -> None:
 
 @pytest.fixture(scope="module")
 def saved_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A run database holding one finished run (made in this process, with the engine)."""
+    """A run database holding one finished run and the memory it kept (made in this process,
+    with the engine)."""
     from typer.testing import CliRunner
 
     from tmas.cli import app
@@ -69,13 +70,17 @@ def saved_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
         done = CliRunner().invoke(
             app,
             ["solve", "-n", "1", "-m", "1", "-t", "1", "--db", db, "--base-url", server.base_url,
-             "--model", "scripted", "--json", "What is 9 + 9?"],
+             "--model", "scripted", "--memory", "lean", "--json", "What is 9 + 9?"],
         )  # fmt: skip
     assert done.exit_code == 0, done.output
     return db, json.loads(done.output[done.output.index("{") :])["run_id"]
 
 
-@pytest.mark.parametrize("argv", [["runs"], ["show", "{run}"], ["show", "{run}", "--json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["runs"], ["show", "{run}"], ["show", "{run}", "--json"], ["memory", "ls"],
+     ["memory", "show", "lean"]],
+)  # fmt: skip
 def test_listing_and_showing_saved_runs_loads_no_engine(
     saved_run: tuple[str, str], argv: list[str]
 ) -> None:

@@ -28,7 +28,7 @@ def list_memories(db: DbOption = None) -> None:
     """List the memories: name, items of each kind, reinforcements and uses."""
     table = Table("memory", "experiences", "guidelines", "hits", "uses")
     with open_database(db, create=False) as storage:
-        store = storage.store()
+        store = storage.store_reader
         for name in namespaces(store):
             items = LifelongMemory(store, name).items()
             kinds = Counter(item["kind"] for item in items)
@@ -47,7 +47,7 @@ def show(
 ) -> None:
     """Print a memory's items with their provenance (run, iteration, candidate, score)."""
     with open_database(db, create=False) as storage:
-        items = _existing(storage.store(), name).items()
+        items = _existing(storage.store_reader, name).items()
     if as_json:
         out.print_json(json.dumps(items))
         return
@@ -94,7 +94,7 @@ def export(
 ) -> None:
     """Write a memory's items, one JSON object per line."""
     with open_database(db, create=False) as storage:
-        items = _existing(storage.store(), name).items()
+        items = _existing(storage.store_reader, name).items()
     try:
         out_file.write_text("".join(json.dumps(item) + "\n" for item in items), encoding="utf-8")
     except OSError as exc:

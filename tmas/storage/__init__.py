@@ -19,6 +19,7 @@ from tmas.storage.sqlite import (
     default_db_path,
     open_store,
 )
+from tmas.storage.store_reader import SqliteStoreReader
 
 DATABASE_SCHEMES = ("postgresql", "postgres")
 
@@ -54,6 +55,7 @@ def sqlite_storage(
         _open_store=lambda: open_store(conn),
         _close=conn.close,
         _open_reader=reader,
+        _open_store_reader=lambda: SqliteStoreReader(conn),
     )
 
 

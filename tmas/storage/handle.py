@@ -33,8 +33,9 @@ class Storage:
     """An opened run database: checkpointer, run registry and (on first use) the shared store.
 
     The checkpointer (LangGraph's saver) is opened on first use; ``reader`` answers the
-    saver's ``get_tuple`` and ``list`` for code that only reads (a SQLite database reads its
-    plain checkpoints without loading LangGraph; any other gives the saver itself).
+    saver's ``get_tuple`` and ``list``, and ``store_reader`` the store's ``list_namespaces``
+    and ``search``, for code that only reads (a SQLite database reads them without loading
+    LangGraph; any other gives the saver or store itself).
     """
 
     location: str
@@ -43,6 +44,7 @@ class Storage:
     _open_store: Callable[[], BaseStore]
     _close: Callable[[], None]
     _open_reader: Callable[[Storage], Any] | None = None
+    _open_store_reader: Callable[[], Any] | None = None
     _store: BaseStore | None = field(default=None, init=False)
     _checkpointer: BaseCheckpointSaver | None = field(default=None, init=False)
 
@@ -59,6 +61,14 @@ class Storage:
         if self._open_reader is None or self._checkpointer is not None:
             return self.checkpointer
         return self._open_reader(self)
+
+    @property
+    def store_reader(self) -> Any:
+        """What reads the shared store: ``list_namespaces`` and ``search`` as the store has
+        them (a SQLite database reads them without loading LangGraph)."""
+        if self._open_store_reader is None or self._store is not None:
+            return self.store()
+        return self._open_store_reader()
 
     def store(self) -> BaseStore:
         """The LangGraph store of this database (opened once, on first use)."""
