@@ -13,7 +13,7 @@ ratios (goal for the graph: at most 1.15 x the ideal, 1.05 x plain asyncio).
 The server runs in its own process (``--in-process-server`` puts it in this one, where its
 request handling competes with the client for the interpreter lock).
 
-    python benchmarks/concurrency.py [--latency 0.1] [--max-concurrency 64]
+    python benchmarks/concurrency.py [--latency 0.1] [--max-concurrency 64] [--toy]
 """
 
 from __future__ import annotations
@@ -111,8 +111,14 @@ def main() -> None:
     parser.add_argument("--max-concurrency", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--in-process-server", action="store_true")
+    parser.add_argument(
+        "--toy", action="store_true", help="toy size, for CI: N=2 M=1, latency 0.01 s, one repeat"
+    )
     args = parser.parse_args()
-    config = TMASConfig(n_candidates=16, n_verifications=4, max_iterations=1, max_retries=0)
+    n, m = (2, 1) if args.toy else (16, 4)
+    if args.toy:
+        args.latency, args.repeats = 0.01, 1
+    config = TMASConfig(n_candidates=n, n_verifications=m, max_iterations=1, max_retries=0)
     sizes = stage_sizes(config)
     with serving(args.latency, args.in_process_server) as base_url:
         model = make_openai_chat_model(

@@ -11,7 +11,7 @@ stops), side by side in one run:
   it finishes: the calls made beyond the uninterrupted run's count. ``sync`` may repeat only
   the calls in flight at each kill (at most two per kill here).
 
-    python benchmarks/durability.py [--repeats 5] [--kills 4]
+    python benchmarks/durability.py [--repeats 5] [--kills 4] [--toy]
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ SIZES = ["-n", "3", "-m", "2", "-t", str(ITERATIONS)]
 SMALL_CALLS = (3 + 3 * 2 + 3 * 3) * ITERATIONS
 
 
-def ms_per_iteration(mode: str, folder: Path) -> float:
-    """One timed SQLite-checkpointed run of TMAS at N=8, M=8."""
-    config = TMASConfig(n_candidates=8, n_verifications=8, max_iterations=ITERATIONS)
+def ms_per_iteration(mode: str, folder: Path, width: int = 8) -> float:
+    """One timed SQLite-checkpointed run of TMAS at N=M=``width``."""
+    config = TMASConfig(n_candidates=width, n_verifications=width, max_iterations=ITERATIONS)
     conn = connect(folder / f"{mode}-{time.perf_counter_ns()}.sqlite")
     graph = build_tmas_graph(config, llm=ScriptedChatModel(), checkpointer=open_checkpointer(conn))
     start = time.perf_counter()
@@ -95,19 +95,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--kills", type=int, default=4)
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: cost at N=2 M=2, one repeat, one kill per mode",
+    )
     args = parser.parse_args()
+    width = 2 if args.toy else 8
+    if args.toy:
+        args.repeats, args.kills = 1, 1
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         for mode in MODES:
-            ms_per_iteration(mode, folder)  # warm-up
+            ms_per_iteration(mode, folder, width)  # warm-up
         costs: dict[str, list[float]] = {mode: [] for mode in MODES}
         for r in range(args.repeats):
             for mode in MODES[r % 3 :] + MODES[: r % 3]:  # rotating order
-                costs[mode].append(ms_per_iteration(mode, folder))
+                costs[mode].append(ms_per_iteration(mode, folder, width))
         kept = {mode: calls_with_kills(mode, args.kills, folder) for mode in MODES}
     sync = statistics.median(costs["sync"])
-    print(f"N=8 M=8, SQLite, instant model, median of {args.repeats}; kills: N=3 M=2 T=3, "
-          f"{SMALL_CALLS} calls, {args.kills} SIGKILLs, 2 calls in flight")  # fmt: skip
+    print(f"N={width} M={width}, SQLite, instant model, median of {args.repeats}; kills: N=3 "
+          f"M=2 T=3, {SMALL_CALLS} calls, {args.kills} SIGKILLs, 2 calls in flight")  # fmt: skip
     print(f"{'mode':<7}{'ms/iteration':>14}{'vs sync':>9}{'calls made':>12}{'repeated':>10}")
     for mode in MODES:
         cost = statistics.median(costs[mode])

@@ -8,7 +8,7 @@ that held prompt tokens, decode-only steps, the engine's own Python work, and id
 (no call in flight: the graph between stages, or a stage waiting on nothing).
 
     python benchmarks/embedded_backend.py [--model qwen|smollm2|PATH] [-n 4] [-m 2] [-t 1]
-        [--max-tokens 512] [--variants serial,batched,exact]
+        [--max-tokens 512] [--variants serial,batched,exact] [--threads N] [--toy]
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def run_variant(path: str, config: TMASConfig, options: dict[str, Any]) -> dict[str, Any]:
+def run_variant(
+    path: str, config: TMASConfig, options: dict[str, Any], threads: int | None = None
+) -> dict[str, Any]:
     model = ChatLlamaCpp(
-        model_path=path, n_ctx=4096, n_threads=os.cpu_count(), seed=config.seed, **options
-    )
+        model_path=path, n_ctx=4096, n_threads=threads or os.cpu_count(), seed=config.seed,
+        **options,
+    )  # fmt: skip
     model.invoke("hi", max_tokens=1)  # load the weights outside the timing
     engine = model._server() if model.engine == "batched" else None
     if engine is not None:
@@ -73,13 +76,27 @@ def main() -> None:
     parser.add_argument("-t", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=512)
     parser.add_argument("--variants", default="serial,batched")
+    parser.add_argument("--threads", type=int, help="CPU threads of the model (default: all)")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: smollm2, N=1 M=1 T=1, 8 tokens for every role, one thread, "
+        "the serial and batched variants",
+    )
     args = parser.parse_args()
+    budgets = {}
+    if args.toy:
+        args.model, args.n, args.m, args.t, args.max_tokens = "smollm2", 1, 1, 1, 8
+        args.threads, args.variants = 1, "serial,batched"
+        roles = ("verifier", "summary", "experience", "guideline")
+        budgets = {f"{role}_max_tokens": args.max_tokens for role in roles}
     path = str(resolve_local_model(args.model))
     config = TMASConfig(
         n_candidates=args.n,
         n_verifications=args.m,
         max_iterations=args.t,
         solver_max_tokens=args.max_tokens,
+        **budgets,
     )
     print(
         f"model={os.path.basename(path)} cores={os.cpu_count()} N={args.n} M={args.m} "
@@ -88,7 +105,7 @@ def main() -> None:
     )
     serial_wall = None
     for name in args.variants.split(","):
-        found = run_variant(path, config, VARIANTS[name])
+        found = run_variant(path, config, VARIANTS[name], args.threads)
         serial_wall = serial_wall or (found["wall"] if name == "serial" else None)
         ratio = f"serial/this={serial_wall / found['wall']:.2f}" if serial_wall else ""
         line = (

@@ -5,7 +5,7 @@ Every variant serves the same B concurrent requests (different prompts of equal 
 seeded sampling, fixed answer length) through a fresh engine; prints aggregate decode and
 prefill tokens/s from the engine's own counters, and each variant's ratio to the first.
 
-    python benchmarks/engine_settings.py [--model qwen|smollm2|PATH] [--tokens 64]
+    python benchmarks/engine_settings.py [--model qwen|smollm2|PATH] [--tokens 64] [--toy]
 
 ``--sweep 1,4,8`` instead serves every width in turn through one engine per combination of
 flash attention and KV layout, all requests sharing one prompt of ``--facts`` sentences
@@ -75,13 +75,14 @@ def measure(settings: EngineSettings, width: int, tokens: int) -> dict[str, floa
     }
 
 
-def sweep(path: str, widths: list[int], facts: int, tokens: int) -> None:
+def sweep(path: str, widths: list[int], facts: int, tokens: int, threads: int | None) -> None:
     text = " ".join(f"Fact {i}: the value of item {i} is {i * 7}." for i in range(facts))
     shared = [{"role": "user", "content": text + " Summarise these facts in a long essay."}]
     for flash, unified in (("off", False), ("on", False), ("off", True), ("on", True)):
         settings = EngineSettings(
-            path, n_ctx=2048, max_sequences=max(widths), flash_attn=flash, kv_unified=unified
-        )
+            path, n_ctx=2048, max_sequences=max(widths), n_threads=threads, flash_attn=flash,
+            kv_unified=unified,
+        )  # fmt: skip
         engine = LlamaEngine(settings)
         engine.complete(shared, max_tokens=1, sampling=Sampling(0.0))  # load, cache the prompt
         found = []
@@ -107,10 +108,19 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--sweep", default=None, help="widths, e.g. 1,4,8")
     parser.add_argument("--facts", type=int, default=40)
+    parser.add_argument("--threads", type=int, help="CPU threads of each engine (default: all)")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: smollm2, 8 tokens per answer, one thread, two variants (B=1; B=2 "
+        "with flash attention and a unified KV cache), then the sweep at widths 1,2 over 2 facts",
+    )
     args = parser.parse_args()
+    if args.toy:
+        args.model, args.tokens, args.threads, args.sweep, args.facts = "smollm2", 8, 1, "1,2", 2
     path = str(resolve_local_model(args.model))
-    if args.sweep:
-        sweep(path, [int(w) for w in args.sweep.split(",")], args.facts, args.tokens)
+    if args.sweep and not args.toy:
+        sweep(path, [int(w) for w in args.sweep.split(",")], args.facts, args.tokens, args.threads)
         return
     cores = os.cpu_count() or 1
     variants = [
@@ -123,10 +133,15 @@ def main() -> None:
         ("B=8 fa=on unified", 8, {"kv_unified": True, "flash_attn": "on"}),
         (f"B=8 fa=off split threads={max(1, cores // 2)}", 8, {"n_threads": max(1, cores // 2)}),
     ]
+    if args.toy:
+        variants = [
+            ("B=1 fa=off split", 1, {}),
+            ("B=2 fa=on unified", 2, {"kv_unified": True, "flash_attn": "on"}),
+        ]
     print(f"model {os.path.basename(path)}, {cores} cores, {args.tokens} tokens per answer")
     base = None
     for name, width, extra in variants:
-        options = {"flash_attn": "off", **extra}
+        options = {"flash_attn": "off", "n_threads": args.threads, **extra}
         settings = EngineSettings(path, n_ctx=1024, max_sequences=max(width, 1), **options)
         found = measure(settings, width, args.tokens)
         base = base or found["out_per_s"]
@@ -136,6 +151,8 @@ def main() -> None:
             f"x{found['out_per_s'] / base:4.2f}",
             flush=True,
         )
+    if args.toy:
+        sweep(path, [int(w) for w in args.sweep.split(",")], args.facts, args.tokens, args.threads)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,10 @@ of the same kind with the same numbers. Rollouts for the warm start are the solv
 ``tmas export rollouts`` (``tmas train sft`` keeps the verified-correct ones).
 
     python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 14]
+    python benchmarks/hybrid_rl.py --toy [--out DIR]
 
-Writes ``hybrid_rows.jsonl``, ``hybrid_eval.jsonl`` and ``rft_rows.jsonl`` in ``--out``.
+Writes ``hybrid_rows.jsonl``, ``hybrid_eval.jsonl`` and ``rft_rows.jsonl`` in ``--out`` (with
+``--toy`` and no ``--out``, in a temporary folder removed at the end).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,11 @@ KINDS_TRAINED = (*ONE_STEP, "more_than_total")
 MODES = ("initial", "exploit", "explore")
 GUIDELINES = ["Write one equation with the numbers of the problem and compute it in one step"]
 REMARK = "The verifiers checked this attempt and found its final answer wrong."
+RFT_SIZES = ("-n", "4", "-m", "1", "-t", "2", "--max-tokens", "128")
+TOY_TOKENS = 8
+TOY_RFT_SIZES = ("-n", "1", "-m", "1", "-t", "1", "--max-tokens", str(TOY_TOKENS),
+                 *(f"--set={role}_max_tokens={TOY_TOKENS}"
+                   for role in ("verifier", "summary", "experience", "guideline")))  # fmt: skip
 
 
 def tmas(*args: str, label: str) -> tuple[float, str]:
@@ -100,14 +108,19 @@ def common_wrong(texts: list[str], gold: str) -> tuple[str, str] | None:
     return answer, wrong[answer][0]
 
 
-def base_attempts(problems: list[dict], samples: int) -> list[list[str]]:
-    """``samples`` answers of the base SmolLM2 (transformers, temperature 0.7, 128 tokens) to
-    each problem under TMAS's initial solver prompt."""
+def base_attempts(
+    problems: list[dict], samples: int, tokens: int = 128, threads: int | None = None
+) -> list[list[str]]:
+    """``samples`` answers of the base SmolLM2 (transformers, temperature 0.7, ``tokens``
+    tokens, torch's default threads unless ``threads``) to each problem under TMAS's initial
+    solver prompt."""
     import torch
 
     from tmas.llm.hf.model_loading import load_model
     from tmas.training.spread_filter import complete_chats
 
+    if threads:
+        torch.set_num_threads(threads)
     loaded = load_model("smollm2", None, "cpu")
     torch.manual_seed(0)
     prompts = PromptSet()
@@ -116,16 +129,20 @@ def base_attempts(problems: list[dict], samples: int) -> list[list[str]]:
              for p in problems]  # fmt: skip
     found: list[list[str]] = []
     for start in range(0, len(chats), 8):
-        found += complete_chats(loaded, chats[start : start + 8], samples, 0.7, 128)
+        found += complete_chats(loaded, chats[start : start + 8], samples, 0.7, tokens)
     return found
 
 
-def training_rows(count: int, seed: int, samples: int) -> tuple[list[dict], Counter]:
-    """``count`` rows, problem kinds crossed with prompt kinds; how many of each were made."""
+def training_rows(
+    count: int, seed: int, samples: int, tokens: int = 128, threads: int | None = None
+) -> tuple[list[dict], Counter]:
+    """``count`` rows, problem kinds crossed with prompt kinds; how many of each were made
+    (base attempts of ``tokens`` tokens on ``threads`` threads)."""
     problems = generate(count, seed, KINDS_TRAINED)
     modes = [crossed_mode(i, len(KINDS_TRAINED)) for i in range(len(problems))]
     exploit = [p for p, mode in zip(problems, modes, strict=True) if mode == "exploit"]
-    attempts = dict(zip((p["id"] for p in exploit), base_attempts(exploit, samples), strict=True))
+    drawn = base_attempts(exploit, samples, tokens, threads)
+    attempts = dict(zip((p["id"] for p in exploit), drawn, strict=True))
     rows, made = [], Counter()
     for index, (problem, mode) in enumerate(zip(problems, modes, strict=True)):
         kind = problem["kind"]
@@ -151,16 +168,16 @@ def training_rows(count: int, seed: int, samples: int) -> tuple[list[dict], Coun
     return rows, made
 
 
-def rft_rows(out: Path, count: int, threads: int | None) -> int:
-    """TMAS runs of the embedded SmolLM2 on ``count`` other problems, exported as rows."""
+def rft_rows(out: Path, count: int, threads: int | None, sizes: tuple[str, ...] = RFT_SIZES) -> int:
+    """TMAS runs of the embedded SmolLM2 on ``count`` other problems (``tmas eval`` options
+    ``sizes``: N, M, T and answer budgets), exported as rows."""
     problems = generate(count, seed=4, kinds=KINDS_TRAINED)
     with tempfile.TemporaryDirectory() as work:
         data = Path(work) / "problems.jsonl"
         data.write_text("".join(json.dumps(p) + "\n" for p in problems))
         db = str(Path(work) / "runs.sqlite")
         tmas("eval", "--data", str(data), "--out", f"{work}/eval", "--db", db, "--graph", "tmas",
-             "-n", "4", "-m", "1", "-t", "2", "--model", "smollm2", "--temperature", "0.7",
-             "--max-tokens", "128", "--seed", "4", "--quiet",
+             *sizes, "--model", "smollm2", "--temperature", "0.7", "--seed", "4", "--quiet",
              *(["--threads", str(threads)] if threads else []), label="TMAS runs")  # fmt: skip
         tmas("export", "rollouts", f"{work}/eval", "--db", db, "--out",
              str(out / "rft_rows.jsonl"), label="export")  # fmt: skip
@@ -173,20 +190,38 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="where the files go (required without --toy)")
     parser.add_argument("--train", type=int, default=48, help="training rows")
     parser.add_argument("--eval", type=int, default=450, help="held-out problems (before dedupe)")
     parser.add_argument("--rft", type=int, default=14, help="problems of the warm start's runs")
     parser.add_argument("--samples", type=int, default=8, help="base draws per exploit row")
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help=f"toy size, for CI: {2 * len(KINDS_TRAINED) + 1} training rows (every prompt "
+        f"kind), one base draw per exploit row, 2 held-out problems, the warm start's runs on "
+        f"one problem at N=1 M=1 T=1, {TOY_TOKENS}-token answers, one thread for each model",
+    )
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    rows, made = training_rows(args.train, seed=1, samples=args.samples)
-    write_jsonl(args.out / "hybrid_rows.jsonl", rows)
-    held = [{k: p[k] for k in ("id", "problem", "answer", "kind")}
-            for p in generate(args.eval, seed=2, kinds=KINDS_TRAINED)]  # fmt: skip
-    write_jsonl(args.out / "hybrid_eval.jsonl", held)
-    exported = rft_rows(args.out, args.rft, args.threads) if args.rft else 0
+    tokens, sizes, torch_threads = 128, RFT_SIZES, None
+    if args.toy:
+        args.train, args.eval, args.rft = 2 * len(KINDS_TRAINED) + 1, 2, 1
+        args.samples, args.threads = 1, 1
+        tokens, sizes, torch_threads = TOY_TOKENS, TOY_RFT_SIZES, 1
+    elif args.out is None:
+        parser.error("--out is required (without --toy)")
+    with ExitStack() as stack:
+        out = args.out or Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        out.mkdir(parents=True, exist_ok=True)
+        rows, made = training_rows(
+            args.train, seed=1, samples=args.samples, tokens=tokens, threads=torch_threads
+        )
+        write_jsonl(out / "hybrid_rows.jsonl", rows)
+        held = [{k: p[k] for k in ("id", "problem", "answer", "kind")}
+                for p in generate(args.eval, seed=2, kinds=KINDS_TRAINED)]  # fmt: skip
+        write_jsonl(out / "hybrid_eval.jsonl", held)
+        exported = rft_rows(out, args.rft, args.threads, sizes) if args.rft else 0
     print(json.dumps({"rows": dict(made), "held_out": len(held), "rft_rows": exported}))
 
 

@@ -12,14 +12,19 @@ stage II LoRA SFT of the final agent). What differs between the three systems is
 final agent reads: a latent trace, text notes, or nothing.
 
     python benchmarks/latent_vs_text.py --out DIR [--eval 100] [--train 64] [--steps 32]
+    python benchmarks/latent_vs_text.py --toy [--out DIR]
 
-Prints one table and writes ``report.json`` in ``--out``.
+Prints one table and writes ``report.json`` in ``--out`` (with ``--toy`` and no ``--out``, in a
+temporary folder removed at the end).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +92,7 @@ def interval(before: list[bool], after: list[bool]) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="where the runs go (required without --toy)")
     parser.add_argument("--eval", type=int, default=100, help="held-out problems")
     parser.add_argument("--train", type=int, default=64, help="training problems")
     parser.add_argument("--steps", type=int, default=32)
@@ -96,7 +101,27 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=128, help="final answers' tokens")
     parser.add_argument("--notes", type=int, default=64, help="text agents' notes' tokens")
     parser.add_argument("--model", default="smollm2")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: smollm2, 1 held-out and 1 training problem, one training step "
+        "of batch 1, 8-token answers and notes, torch on one thread",
+    )
     args = parser.parse_args()
+    if args.toy:
+        args.model, args.eval, args.train, args.steps, args.batch_size = "smollm2", 1, 1, 1, 1
+        args.budget, args.notes = 8, 8
+        os.environ["OMP_NUM_THREADS"] = "1"  # torch's threads in the tmas processes
+    elif args.out is None:
+        parser.error("--out is required (without --toy)")
+    with ExitStack() as stack:
+        if args.out is None:
+            args.out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        compare(args)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Evaluate, train and evaluate again each system; print the table, write the report."""
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     test = write_jsonl(out / "test.jsonl", generate(args.eval, seed=11, kinds=ONE_STEP))

@@ -17,7 +17,7 @@ the second half; tokens per problem; how many remembered lessons each problem's 
 (not how many the memory seeded its banks with); and what the memory held at the end.
 ``report.json`` in ``--out`` keeps every figure.
 
-    python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--traps hard]
+    python benchmarks/lifelong.py [--problems 40] [--out DIR] [--model qwen] [--traps hard] [--toy]
 
 With ``--study OUT --data-file PROBLEMS`` it reads a finished lifelong study instead
 (``studies/lifelong.yaml``): each arm's right answers by kind, the remembered items each
@@ -31,7 +31,9 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from statistics import mean
 from typing import Any
@@ -48,6 +50,9 @@ from tmas.storage import open_storage
 
 GSM8K = Path(__file__).resolve().parents[2] / "shared" / "data" / "gsm8k_test_dev.jsonl"
 MEMORY = "lifelong-benchmark"
+TOY_TOKENS = 16
+TOY_BUDGETS = [f"--set={role}_max_tokens={TOY_TOKENS}"
+               for role in ("verifier", "summary", "experience", "guideline")]  # fmt: skip
 
 
 def write_problems(args: argparse.Namespace, path: Path) -> list[dict[str, Any]]:
@@ -75,6 +80,8 @@ def evaluate(data: Path, out: Path, db: Path, args: argparse.Namespace, memory: 
     ]  # fmt: skip
     if args.threads:
         command += ["--threads", str(args.threads)]
+    if args.toy:
+        command += TOY_BUDGETS
     if memory:
         command += ["--memory", MEMORY]
     done = subprocess.run(command, capture_output=True, text=True)
@@ -213,7 +220,10 @@ def main() -> None:
         help="which trap family (trap_problems.EASY_TRAPS or HARD_TRAPS)",
     )
     parser.add_argument("--problem-seed", type=int, default=3, help="which trap problems")
-    parser.add_argument("--out", type=Path, default=Path("lifelong-benchmark"))
+    parser.add_argument(
+        "--out", type=Path, help="where the runs go (default: lifelong-benchmark; --toy: a "
+        "temporary folder removed at the end)"
+    )  # fmt: skip
     parser.add_argument("--model", default="qwen")
     parser.add_argument("--seed", type=int, default=0, help="the runs' seed, the same off and on")
     parser.add_argument("-n", type=int, default=2)
@@ -234,12 +244,31 @@ def main() -> None:
         "arm's figures by kind and the lessons its prompts showed; --data-file names its problems",
     )
     parser.add_argument("--data-file", type=Path, help="the study's problems (with --study)")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help=f"toy size, for CI: 2 trap problems, smollm2, N=1 M=1 T=1, {TOY_TOKENS}-token "
+        "answers for every role, one thread",
+    )
     args = parser.parse_args()
     if args.study is not None:
         if args.data_file is None:
             parser.error("--study needs --data-file, the study's problems")
         report_study(args.study, args.data_file)
         return
+    if args.toy:
+        args.data, args.problems, args.model, args.threads = "traps", 2, "smollm2", 1
+        args.n, args.m, args.t, args.max_tokens = 1, 1, 1, TOY_TOKENS
+    with ExitStack() as stack:
+        if args.out is None and args.toy:
+            args.out = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        args.out = args.out or Path("lifelong-benchmark")
+        memory_off_and_on(args)
+
+
+def memory_off_and_on(args: argparse.Namespace) -> None:
+    """Both evaluations, memory off then on, and their report (printed and in
+    ``report.json``)."""
     args.out.mkdir(parents=True, exist_ok=True)
     data = args.out / "problems.jsonl"
     problems = write_problems(args, data)

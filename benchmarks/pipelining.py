@@ -17,7 +17,7 @@ Prints, per topology, driver and sigma, the span (first request to last answer),
 ratios. Goal for a pipelined topology: span at most 1.05 x the pipelined ideal at sigma=1.0.
 
     python benchmarks/pipelining.py [--median 0.2] [--sigmas 0,0.5,1.0] [--graphs tmas]
-        [--drivers sync,async]
+        [--drivers sync,async] [--toy]
 """
 
 from __future__ import annotations
@@ -104,8 +104,16 @@ def main() -> None:
     parser.add_argument("--graphs", default="tmas", help="comma-separated topologies")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--drivers", default="sync,async", help="sync (invoke), async (ainvoke)")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: N=2 M=2, median latency 0.01 s, sigma 1.0 only (both drivers)",
+    )
     args = parser.parse_args()
-    config = TMASConfig(n_candidates=8, n_verifications=8, max_iterations=1, max_retries=0)
+    width = 2 if args.toy else 8
+    if args.toy:
+        args.median, args.sigmas = 0.01, "1.0"
+    config = TMASConfig(n_candidates=width, n_verifications=width, max_iterations=1, max_retries=0)
     print(
         f"N={config.n_candidates} M={config.n_verifications}, one iteration, log-normal "
         f"latency median {args.median * 1000:.0f} ms, latency seed {args.seed}"

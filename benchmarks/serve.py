@@ -16,7 +16,7 @@ compared, only their timing, calls and reported usage. Prints wall time, backend
 calls in flight on average (calls x latency / wall time), the usage each reports, and when
 the first streamed chunk came.
 
-    python benchmarks/serve.py [--latency 0.05] [--vote-latency 0.5] [--optillm PATH]
+    python benchmarks/serve.py [--latency 0.05] [--vote-latency 0.5] [--optillm PATH] [--toy]
 """
 
 from __future__ import annotations
@@ -117,15 +117,15 @@ def backend_calls(count_file: Path) -> int:
     return int(count_file.read_text().strip() or 0)
 
 
-async def load(send, clients: int) -> tuple[float, float]:  # noqa: ANN001
+async def load(send, clients: int, requests: int = REQUESTS) -> tuple[float, float]:  # noqa: ANN001
     """Requests per second and mean seconds per request of ``clients`` concurrent clients,
-    each sending its share of ``REQUESTS`` (at least 2) in turn, after one request to warm
+    each sending its share of ``requests`` (at least 2) in turn, after one request to warm
     up."""
     latencies: list[float] = []
     await send()
 
     async def client() -> None:
-        for _ in range(max(2, REQUESTS // clients)):
+        for _ in range(max(2, requests // clients)):
             began = time.perf_counter()
             body = await send()
             assert body["tmas"]["final_answers"] == ["18"], body
@@ -138,33 +138,43 @@ async def load(send, clients: int) -> tuple[float, float]:  # noqa: ANN001
 
 
 async def side_by_side(
-    api: str, service: ChatService, clients: int
+    api: str, service: ChatService, clients: int, body: dict, requests: int
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """The same load through the server and through the service in this process."""
     async with httpx.AsyncClient(timeout=600) as http:
 
         async def over_http() -> dict:
-            response = await http.post(f"{api}/chat/completions", json=TMAS_BODY)
+            response = await http.post(f"{api}/chat/completions", json=body)
             return response.json()
 
-        served = await load(over_http, clients)
-    inproc = await load(lambda: service.complete(TMAS_BODY), clients)
+        served = await load(over_http, clients, requests)
+    inproc = await load(lambda: service.complete(body), clients, requests)
     return served, inproc
 
 
-def part_one(latency: float, work: Path) -> None:
-    print(f"Part 1: TMAS N=4 M=2 T=1 (24 calls), scripted model latency {latency} s")
+def part_one(
+    latency: float,
+    work: Path,
+    body: dict = TMAS_BODY,
+    levels: tuple[int, ...] = CLIENTS,
+    requests: int = REQUESTS,
+) -> None:
+    n, m = body["n_candidates"], body["n_verifications"]
+    print(f"Part 1: TMAS N={n} M={m} T=1 ({n + n * m + 3 * n} calls), scripted model latency "
+          f"{latency} s")  # fmt: skip
     print(f"{'clients':>7} {'server req/s':>13} {'in-proc req/s':>14} {'ratio':>6} "
           f"{'server s/req':>13} {'in-proc s/req':>14} {'added s':>8}")  # fmt: skip
     with scripted_model(latency, work / "count-1.txt") as model_url:
         backend = BackendSpec(kind="openai", model="scripted", base_url=model_url)
-        with tmas_server(model_url, work / "server.sqlite", max(CLIENTS)) as api:
-            for clients in CLIENTS:
+        with tmas_server(model_url, work / "server.sqlite", max(levels)) as api:
+            for clients in levels:
                 service = ChatService(
                     backend, db=work / f"inproc-{clients}.sqlite",
-                    limits=ServeLimits(max_concurrent_runs=max(CLIENTS)),
+                    limits=ServeLimits(max_concurrent_runs=max(levels)),
                 )  # fmt: skip
-                (s_rps, s_lat), (i_rps, i_lat) = asyncio.run(side_by_side(api, service, clients))
+                (s_rps, s_lat), (i_rps, i_lat) = asyncio.run(
+                    side_by_side(api, service, clients, body, requests)
+                )
                 service.close()
                 print(f"{clients:>7} {s_rps:>13.2f} {i_rps:>14.2f} {s_rps / i_rps:>6.2f} "
                       f"{s_lat:>13.3f} {i_lat:>14.3f} {s_lat - i_lat:>8.3f}")  # fmt: skip
@@ -210,7 +220,7 @@ def show_vote(name: str, result: dict, latency: float) -> None:
           f"{result['first']:.2f} s of {result['chunks']} chunks  usage: {shown}")  # fmt: skip
 
 
-def part_two(latency: float, work: Path, optillm: str | None) -> None:
+def part_two(latency: float, work: Path, optillm: str | None, toy: bool = False) -> None:
     print(f"\nPart 2: majority vote of 4 samples, scripted model latency {latency} s")
     count_file = work / "count-2.txt"
     with scripted_model(latency, count_file) as model_url:
@@ -218,6 +228,10 @@ def part_two(latency: float, work: Path, optillm: str | None) -> None:
             ours = timed_vote(OpenAI(base_url=api, api_key="unused"), "majority_vote",
                               count_file, extra_body={"n_candidates": 4})  # fmt: skip
         show_vote("tmas serve majority_vote (N=4)", ours, latency)
+        if toy:
+            print("OptiLLM majority_voting and self_consistency: not measured (--toy runs only "
+                  "what the test install has, and OptiLLM is not in it)")  # fmt: skip
+            return
         if optillm is None:
             print("OptiLLM: not installed here (pass --optillm PATH): not measured")
             return
@@ -240,11 +254,21 @@ def main() -> None:
     parser.add_argument("--vote-latency", type=float, default=0.5)
     parser.add_argument("--optillm", default=shutil.which("optillm"),
                         help="the optillm executable (default: on PATH)")  # fmt: skip
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: TMAS N=2 M=1, 1 and 2 clients of 2 requests each, latencies "
+        "0.01 s and 0.05 s; OptiLLM is not run",
+    )
     args = parser.parse_args()
+    body, levels, requests = TMAS_BODY, CLIENTS, REQUESTS
+    if args.toy:
+        args.latency, args.vote_latency = 0.01, 0.05
+        body, levels, requests = {**TMAS_BODY, "n_candidates": 2, "n_verifications": 1}, (1, 2), 2
     with tempfile.TemporaryDirectory() as work:
         os.environ["TMAS_HOME"] = work
-        part_one(args.latency, Path(work))
-        part_two(args.vote_latency, Path(work), args.optillm)
+        part_one(args.latency, Path(work), body, levels, requests)
+        part_two(args.vote_latency, Path(work), args.optillm, toy=args.toy)
 
 
 if __name__ == "__main__":

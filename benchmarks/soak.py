@@ -13,7 +13,7 @@ the same command is run again until the evaluation is complete. Then it prints:
 * the overhead of retries: requests per distinct completed call, and the wall time against a
   fault-free, kill-free run of the same problems measured first.
 
-    python benchmarks/soak.py [--problems 200] [--kills 8] [--fault-rate 0.2]
+    python benchmarks/soak.py [--problems 200] [--kills 8] [--fault-rate 0.2] [--toy]
 """
 
 from __future__ import annotations
@@ -149,7 +149,15 @@ def main() -> None:
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--in-flight-window", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: 2 problems, one kill, seed 1 (whose draws inject faults among "
+        "the first 20 requests and kill early in the run)",
+    )
     args = parser.parse_args()
+    if args.toy:
+        args.problems, args.kills, args.seed = 2, 1, 1
     work = Path(tempfile.mkdtemp(prefix="tmas-soak-"))
     try:
         write_problems(work / "problems.jsonl", args.problems)

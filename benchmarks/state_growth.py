@@ -5,7 +5,7 @@ then prints, per iteration, the size of the largest checkpoint written while it 
 state) and the prompt tokens the agents were sent, and which channels grew. Goal: iteration
 20 at most 1.5 x iteration 2 for both (state and prompts stay bounded).
 
-    python benchmarks/state_growth.py [--iterations 20]
+    python benchmarks/state_growth.py [--iterations 20] [--toy]
 """
 
 from __future__ import annotations
@@ -58,8 +58,14 @@ def print_growth(first: dict[str, int], last: dict[str, int], label: str) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument(
+        "--toy", action="store_true", help="toy size, for CI: N=2 M=1, three iterations"
+    )
     args = parser.parse_args()
-    config = TMASConfig(n_candidates=8, n_verifications=4, max_iterations=args.iterations)
+    n, m = (2, 1) if args.toy else (8, 4)
+    if args.toy:
+        args.iterations = 3  # the goal compares the last iteration with the second
+    config = TMASConfig(n_candidates=n, n_verifications=m, max_iterations=args.iterations)
     db = Path(tempfile.mkdtemp()) / "runs.sqlite"
     graph = build_tmas_graph(
         config,

