@@ -6,7 +6,8 @@ The workload (the defaults): 8 problems at once, widths [16, 1] (16 parallel sam
 problem, then one sample that reads them), 2 s a call: the ideal is 2 rounds x 2 s = 4 s. The
 bare loop posts plain JSON through one aiohttp session, every problem's round at once, as
 PaCoRe's own inference loop does; ``tmas eval`` runs the bundled ``pacore`` topology with its
-run database, checkpoints and progress. Both make the same number of calls (checked)::
+run database, checkpoints and progress. Both make the same number of calls (checked); the
+bare side's process imports nothing of the package::
 
     python benchmarks/pacore_loop.py [--latency 2] [--problems 8] [--width 16] [--repeats 3]
     python benchmarks/pacore_loop.py --toy
@@ -24,8 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from tmas.testing.fake_openai_server import FakeOpenAIServer
+from typing import Any
 
 PROBLEM = "Problem {i}: what is {i} + 9?"
 
@@ -63,7 +63,7 @@ def tmas_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "tmas.cli"]
 
 
-def timed_process(args: list[str], server: FakeOpenAIServer) -> tuple[float, int]:
+def timed_process(args: list[str], server: Any) -> tuple[float, int]:
     """Seconds from launch to exit of ``args``, and the requests the server served meanwhile."""
     before = server.request_count
     started = time.perf_counter()
@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if min(args.problems, args.width, args.repeats) < 1 or args.latency < 0:
         parser.error("--problems, --width and --repeats must be at least 1, --latency >= 0")
+    from tmas.testing.fake_openai_server import FakeOpenAIServer  # not in the bare side
+
     calls = args.problems * (args.width + 1)
     times: dict[str, list[float]] = {"tmas eval": [], "bare loop": []}
     with (
