@@ -1,8 +1,9 @@
-"""Structural checks of a topology spec (networkx), run before anything is compiled or run."""
+"""Structural checks of a topology spec (networkx, loaded when a spec is checked), run before
+anything is compiled or run."""
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from tmas.graphs.contract_checks import contract_problems
 from tmas.graphs.pipeline import body_of, is_pipeline
@@ -11,6 +12,9 @@ from tmas.nodes.channels import channel_spec
 from tmas.nodes.prompts import builtin_templates, override_problems
 from tmas.registration import registry
 from tmas.roles import BUILTIN_ROLES, RoleBook
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 
 def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph:
@@ -26,6 +30,8 @@ def spec_digraph(spec: GraphSpec, *, with_loop_backs: bool = True) -> nx.DiGraph
         >>> sorted(spec_digraph(spec).edges())
         [('START', 'a'), ('a', 'END'), ('a', 'a')]
     """
+    import networkx as nx
+
     graph = nx.DiGraph()
     graph.add_nodes_from([START, END, *spec.node_ids()])
     for edge in spec.edges:
@@ -100,6 +106,8 @@ def _reference_problems(spec: GraphSpec) -> list[str]:
 
 
 def _structure_problems(spec: GraphSpec) -> list[str]:
+    import networkx as nx
+
     problems = []
     graph = spec_digraph(spec)
     reachable = nx.descendants(graph, START)
@@ -123,6 +131,8 @@ def _structure_problems(spec: GraphSpec) -> list[str]:
 def _join_problems(spec: GraphSpec) -> list[str]:
     """Joins that could wait for ever: one that includes START, or whose sources are not all in
     the same loop as the join itself (one running once could never satisfy a later pass)."""
+    import networkx as nx
+
     component = {}
     for i, nodes in enumerate(nx.strongly_connected_components(spec_digraph(spec))):
         component.update(dict.fromkeys(nodes, i))
