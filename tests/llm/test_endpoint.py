@@ -150,3 +150,32 @@ def test_a_garbled_reply_without_choices_is_transient() -> None:
     with pytest.raises(json.JSONDecodeError) as raised:
         read_reply({"error": "overloaded"})
     assert is_transient(raised.value)
+
+
+def test_a_bound_model_keeps_its_arguments_on_the_async_path() -> None:
+    with FakeOpenAIServer() as server:
+        bound = endpoint(server.base_url).bind(stop=["never"])
+        router = ModelRouter(bound)  # type: ignore[arg-type]
+        asyncio.run(_call_and_close(router, ModelCall("solver", "Solve.", "9 + 9?", 16, 0)))
+        assert server.requests[-1]["stop"] == ["never"]
+
+
+def test_copies_have_their_own_connections_and_direct_calls_leave_none_open() -> None:
+    with FakeOpenAIServer() as server:
+        model = endpoint(server.base_url)
+        copy = model.model_copy()
+        assert copy.invoke(ASK, headers=SOLVER_HEADERS).content
+        copy.close()
+        assert model.invoke(ASK, headers=SOLVER_HEADERS).content  # the copy closed only its own
+        for _ in range(2):  # each on a new loop: LangChain's async calls use their own session
+            assert asyncio.run(model.ainvoke(ASK, headers=SOLVER_HEADERS)).content
+        assert model._sessions == {}  # noqa: SLF001 - nothing left open to leak
+        assert server.requests[-1]["tmas"]["role"] == "solver"
+
+
+def test_an_error_in_the_middle_of_a_stream_is_raised_not_swallowed() -> None:
+    from tmas.llm.openai_wire import EndpointStatusError, stream_event
+
+    with pytest.raises(EndpointStatusError) as raised:
+        stream_event('data: {"error": {"message": "engine died"}}')
+    assert is_transient(raised.value)

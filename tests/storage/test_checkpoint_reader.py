@@ -41,7 +41,7 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_reader_answers_as_the_saver_does(database: Path) -> None:
     conn = connect(database)
     saver = open_checkpointer(conn)
-    reader = SqliteCheckpointReader(conn, full=lambda: pytest.fail("fell back to the saver"))
+    reader = SqliteCheckpointReader(conn, saver=lambda: pytest.fail("fell back to the saver"))
     latest, expected = reader.get_tuple(THREAD), saver.get_tuple(THREAD)
     assert (
         latest.config["configurable"]["checkpoint_id"]
@@ -87,7 +87,7 @@ def test_a_value_that_is_not_plain_data_is_read_by_the_saver(tmp_path: Path) -> 
     conn.execute("insert into checkpoints values ('r1', '', 'c1', null, 'msgpack', ?, '{}')",
                  (blob,))  # fmt: skip
     asked = []
-    reader = SqliteCheckpointReader(conn, full=lambda: asked.append(1) or FullSaver())
+    reader = SqliteCheckpointReader(conn, saver=lambda: asked.append(1) or FullSaver())
     assert reader.get_tuple(THREAD) == "from the saver" and asked == [1]
     assert list(reader.list(THREAD)) == ["from the saver"] and asked == [1, 1]
 

@@ -91,6 +91,7 @@ class BoundedGrader:
                 if stream is not None:
                     stream.close()
         self._process = None
+        self._ready = False
 
     def equivalent(self, answer: str, gold: str) -> bool | None:
         """True/False, or None when the check ran out of time (the worker is then replaced)."""

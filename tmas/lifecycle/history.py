@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tmas.state import IterationRecord
 from tmas.storage import Storage, as_storage
 
-if TYPE_CHECKING:  # read through Storage.reader: LangGraph's saver only when needed
+if TYPE_CHECKING:  # read through Storage.checkpoint_reader: LangGraph's saver only when needed
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
 
@@ -76,7 +76,7 @@ def saved_state(
     """The latest checkpointed state of a run ({} before its first checkpoint) in ``storage``
     (a Storage or a SQLite connection); with ``full_history``, ``history`` holds every
     iteration's record (the state itself keeps the last few)."""
-    checkpointer = as_storage(storage).reader
+    checkpointer = as_storage(storage).checkpoint_reader
     found = checkpointer.get_tuple({"configurable": {"thread_id": run_id}})
     if not found:
         return {}

@@ -71,6 +71,6 @@ def describe_model(model: Any) -> str:
         'ScriptedChatModel'
     """
     name = getattr(model, "model_name", None) or getattr(model, "model", None)
-    where = getattr(model, "openai_api_base", None) or getattr(model, "completions_url", None)
+    where = getattr(model, "openai_api_base", None) or getattr(model, "base_url", None)
     text = repr(name) if isinstance(name, str) and name else type(model).__name__
     return f"{text} at {where}" if where else text

@@ -7,11 +7,14 @@ It is a LangChain chat model like any other, and it also answers :meth:`complete
 :meth:`acomplete`, which the router calls directly: one JSON body out, one parsed reply in, no
 callback managers, message objects or response models on the way.
 
-Async calls go through one ``aiohttp.ClientSession`` per event loop (a session's connections
-belong to the loop that opened it): measured against ``httpx.AsyncClient`` with 1,000 calls in
-flight on one loop, aiohttp spent about 0.23 ms of CPU a call and httpx about 11 (its pool
-scans every connection for each request; ``benchmarks/client_throughput.py``). Sync calls,
-made from threads, go through one thread-safe ``httpx.Client`` (aiohttp has none).
+Async calls go through aiohttp: with 1,024 calls in flight on one loop, a bare httpx loop spent
+7.6 times the CPU per call of a bare aiohttp loop (its pool scans every connection for each
+request; ``benchmarks/client_throughput.py``, ``benchmarks/RESULTS.md``). :meth:`acomplete`
+uses one session per event loop (a session's connections belong to the loop that opened it;
+close it with :meth:`aclose`); LangChain's ``ainvoke``/``astream`` use a session of their own
+per call. Sync calls, made from threads, go through one thread-safe ``httpx.Client`` (aiohttp
+has none). Calls made through :meth:`complete`/:meth:`acomplete` are not LangChain runs: no
+callbacks or LangSmith traces see them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import math
 import os
 import threading
 import time
-import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -43,13 +45,42 @@ from tmas.llm.openai_wire import (
     read_reply,
     role_headers,
     stream_event,
+    stream_settings,
     to_chat_dicts,
 )
 
 NO_KEY = "EMPTY"  # vLLM and llama.cpp servers started without --api-key accept any key
-DEFAULT_POOL = 100
+DEFAULT_POOL = 100  # connections kept per event loop at least (openai's own default too)
 RETRY_BASE_S = 0.5
 RETRY_CAP_S = 8.0
+
+
+def finite_timeout(timeout: float) -> float:
+    """``timeout`` when it is a positive, finite number of seconds; ValueError otherwise (a hung
+    server must not hang a run).
+
+    Example:
+        >>> finite_timeout(30)
+        30.0
+        >>> finite_timeout(float("inf"))
+        Traceback (most recent call last):
+        ...
+        ValueError: timeout must be a positive number of seconds, not inf
+    """
+    if not 0 < timeout < math.inf:
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    return float(timeout)
+
+
+def new_session(pool_size: int, timeout: float) -> aiohttp.ClientSession:
+    """An aiohttp session of ``pool_size`` connections whose connects and reads each wait at
+    most ``timeout`` seconds, honouring the proxy settings of the environment (as httpx does).
+    Call it on the event loop that will use it."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=pool_size),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=timeout),
+        trust_env=True,
+    )
 
 
 def api_key_from_env(api_key_env: str) -> SecretStr:
@@ -104,13 +135,14 @@ class EndpointChatModel(BaseChatModel):
     pool_size: int = DEFAULT_POOL
 
     _sync_client: httpx.Client | None = PrivateAttr(default=None)
-    _loop_clients: Any = PrivateAttr(default_factory=weakref.WeakKeyDictionary)
+    _sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = PrivateAttr(
+        default_factory=dict
+    )
     _lock: Any = PrivateAttr(default_factory=threading.Lock)
 
     def model_post_init(self, context: Any) -> None:
         """Refuse an unbounded timeout or a negative retry count at once."""
-        if not 0 < self.timeout < math.inf:
-            raise ValueError(f"timeout must be a positive number of seconds, not {self.timeout!r}")
+        finite_timeout(self.timeout)
         if self.max_retries < 0:
             raise ValueError(f"max_retries must be 0 or more, not {self.max_retries}")
 
@@ -131,13 +163,19 @@ class EndpointChatModel(BaseChatModel):
             >>> chat.with_pool(256).pool_size
             256
         """
-        return self.model_copy(update={"pool_size": pool_size}, deep=False)._fresh()
+        return self.model_copy(update={"pool_size": pool_size})
 
-    def _fresh(self) -> EndpointChatModel:
-        self._sync_client = None
-        self._loop_clients = weakref.WeakKeyDictionary()
-        self._lock = threading.Lock()
-        return self
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Any:
+        """A copy with the same settings (and ``update``) and connections of its own.
+
+        Example:
+            >>> chat = EndpointChatModel(base_url="http://127.0.0.1:9/v1", model="m")
+            >>> chat.model_copy()._lock is chat._lock
+            False
+        """
+        copy = super().model_copy(update=update, deep=deep)
+        copy._sync_client, copy._sessions, copy._lock = None, {}, threading.Lock()
+        return copy
 
     # ---- the wire -------------------------------------------------------------------------
 
@@ -145,27 +183,26 @@ class EndpointChatModel(BaseChatModel):
         headers = {"Authorization": f"Bearer {self.api_key.get_secret_value()}"}
         return {**headers, **(extra or {})}
 
-    def _limits(self) -> httpx.Limits:
-        return httpx.Limits(
-            max_connections=self.pool_size, max_keepalive_connections=self.pool_size
-        )
-
     def _client(self) -> httpx.Client:
+        """The client of sync calls: as many connections as there are calls in flight (the
+        router bounds those), ``pool_size`` of them kept open."""
         with self._lock:
             if self._sync_client is None:
-                self._sync_client = httpx.Client(timeout=self.timeout, limits=self._limits())
+                limits = httpx.Limits(max_connections=None,
+                                      max_keepalive_connections=self.pool_size)  # fmt: skip
+                self._sync_client = httpx.Client(timeout=self.timeout, limits=limits)
             return self._sync_client
 
     def _session(self) -> aiohttp.ClientSession:
+        """The running loop's session (made on first use; those of closed loops dropped)."""
         loop = asyncio.get_running_loop()
-        session = self._loop_clients.get(loop)
-        if session is None or session.closed:
-            session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.pool_size),
-                timeout=aiohttp.ClientTimeout(total=self.timeout),
-            )
-            self._loop_clients[loop] = session
-        return session
+        with self._lock:
+            for gone in [other for other in self._sessions if other.is_closed()]:
+                del self._sessions[gone]
+            session = self._sessions.get(loop)
+            if session is None or session.closed:
+                session = self._sessions[loop] = new_session(self.pool_size, self.timeout)
+            return session
 
     def _body(self, messages: Sequence[Mapping[str, str]], **settings: Any) -> dict[str, Any]:
         pick = {k: settings.get(k, getattr(self, k)) for k in ("max_tokens", "temperature", "seed")}
@@ -183,7 +220,18 @@ class EndpointChatModel(BaseChatModel):
     ) -> ChatReply:  # fmt: skip
         """Ask once, in this thread (``settings``: ``max_tokens``, ``temperature``, ``seed``,
         ``stop``; the model's own where not given). Raises the transport's or
-        :class:`EndpointStatusError` after ``max_retries`` retries of transient failures."""
+        :class:`EndpointStatusError` after ``max_retries`` retries of transient failures.
+
+        Example:
+            >>> from tmas.testing.fake_openai_server import FakeOpenAIServer
+            >>> with FakeOpenAIServer() as server:
+            ...     chat = EndpointChatModel(base_url=server.base_url, model="scripted")
+            ...     reply = chat.complete([{"role": "user", "content": "What is 9 + 9?"}],
+            ...                           headers={"X-TMAS-Role": "solver"}, max_tokens=16)
+            ...     chat.close()
+            >>> "boxed{18}" in reply.text, reply.output_tokens > 0
+            (True, True)
+        """
         body, sent = self._body(messages, **settings), self._headers(headers)
         for attempt in range(self.max_retries + 1):
             try:
@@ -197,14 +245,30 @@ class EndpointChatModel(BaseChatModel):
 
     async def acomplete(
         self, messages: Sequence[Mapping[str, str]], *, headers: Mapping[str, str] | None = None,
-        **settings: Any,
+        session: aiohttp.ClientSession | None = None, **settings: Any,
     ) -> ChatReply:  # fmt: skip
-        """:meth:`complete` on the running event loop, through that loop's connections."""
+        """:meth:`complete` on the running event loop, through ``session``, else the loop's
+        own (close it with :meth:`aclose` when the loop's work is done).
+
+        Example:
+            >>> from tmas.testing.fake_openai_server import FakeOpenAIServer
+            >>> async def ask(chat):
+            ...     try:
+            ...         return await chat.acomplete([{"role": "user", "content": "9 + 9?"}],
+            ...                                     headers={"X-TMAS-Role": "solver"})
+            ...     finally:
+            ...         await chat.aclose()
+            >>> with FakeOpenAIServer() as server:
+            ...     reply = asyncio.run(ask(EndpointChatModel(base_url=server.base_url,
+            ...                                               model="scripted")))
+            >>> "boxed{18}" in reply.text
+            True
+        """
         body, sent = self._body(messages, **settings), self._headers(headers)
         for attempt in range(self.max_retries + 1):
             try:
-                session = self._session()
-                async with session.post(self.completions_url, json=body, headers=sent) as got:
+                used = session or self._session()
+                async with used.post(self.completions_url, json=body, headers=sent) as got:
                     text = await got.read()
                     if got.status != 200:
                         raise EndpointStatusError(got.status, text.decode(errors="replace"), got)
@@ -217,7 +281,8 @@ class EndpointChatModel(BaseChatModel):
 
     async def aclose(self) -> None:
         """Close the running loop's connections (the end of a run on that loop)."""
-        session = self._loop_clients.pop(asyncio.get_running_loop(), None)
+        with self._lock:
+            session = self._sessions.pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()
 
@@ -246,9 +311,8 @@ class EndpointChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self.complete(
-            to_chat_dicts(messages), headers=self._headers_of(run_manager), stop=stop, **kwargs
-        )
+        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
+        reply = self.complete(to_chat_dicts(messages), headers=extra, stop=stop, **kwargs)
         return self._result(reply, self.model_name)
 
     async def _agenerate(
@@ -258,9 +322,11 @@ class EndpointChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = await self.acomplete(
-            to_chat_dicts(messages), headers=self._headers_of(run_manager), stop=stop, **kwargs
-        )
+        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
+        async with new_session(self.pool_size, self.timeout) as session:  # this call's own
+            reply = await self.acomplete(
+                to_chat_dicts(messages), headers=extra, session=session, stop=stop, **kwargs
+            )
         return self._result(reply, self.model_name)
 
     def _stream(
@@ -291,7 +357,10 @@ class EndpointChatModel(BaseChatModel):
         extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
         body = self._body(to_chat_dicts(messages), stop=stop, **kwargs) | stream_settings()
         sent = self._headers(extra)
-        async with self._session().post(self.completions_url, json=body, headers=sent) as got:
+        async with (
+            new_session(self.pool_size, self.timeout) as session,
+            session.post(self.completions_url, json=body, headers=sent) as got,
+        ):
             if got.status != 200:
                 text = (await got.read()).decode(errors="replace")
                 raise EndpointStatusError(got.status, text, got)
@@ -299,16 +368,6 @@ class EndpointChatModel(BaseChatModel):
                 chunk = stream_chunk(stream_event(line.decode().strip()))
                 if chunk is not None:
                     yield chunk
-
-
-def stream_settings() -> dict[str, Any]:
-    """What a request adds to be streamed, with the token counts in its last event.
-
-    Example:
-        >>> stream_settings()
-        {'stream': True, 'stream_options': {'include_usage': True}}
-    """
-    return {"stream": True, "stream_options": {"include_usage": True}}
 
 
 def stream_chunk(event: dict[str, Any] | None) -> ChatGenerationChunk | None:

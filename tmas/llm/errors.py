@@ -19,6 +19,7 @@ _TRANSIENT_NAMES = {
     "WriteError",
     "ClientConnectionError",  # aiohttp: refused, reset or dropped connections (and timeouts)
     "ClientPayloadError",  # aiohttp: a reply body cut short
+    "ClientResponseError",  # aiohttp: a reply that is not HTTP (statuses never raise here)
 }
 MAX_RETRY_AFTER_S = 300.0
 _CONTEXT_PHRASES = (

@@ -18,8 +18,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-# openai's own default keeps 100 idle connections; a loop with more calls in flight keeps more.
-MIN_POOL = 100
+from tmas.llm.endpoint import DEFAULT_POOL, EndpointChatModel
+
 THREADS_WITHOUT_BOUND = 32
 ENDING_GRACE_S = 30.0
 SAVE_TURNS = 4  # loop turns from a reply to its task's writes being committed, with margin
@@ -52,16 +52,15 @@ def with_own_http_client(model: BaseChatModel, pool_size: int) -> BaseChatModel:
         >>> own.root_async_client is chat.root_async_client, own.model_name
         (False, 'm')
     """
-    with_pool = getattr(model, "with_pool", None)  # the package's own endpoint client
-    if with_pool is not None:
-        return with_pool(max(pool_size, MIN_POOL))
+    if isinstance(model, EndpointChatModel):  # the package's own client
+        return model.with_pool(max(pool_size, DEFAULT_POOL))
     root = getattr(model, "root_async_client", None)
     if root is None or not hasattr(root, "copy"):
         return model
     import httpx
     import openai
 
-    size = max(pool_size, MIN_POOL)
+    size = max(pool_size, DEFAULT_POOL)
     http = openai.DefaultAsyncHttpxClient(
         limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
     )
@@ -119,7 +118,7 @@ class LoopClients:
         """``model``'s copy for the running loop (made on first use)."""
         models = self._mine()["models"]
         if id(model) not in models:
-            pool = self.max_parallel_calls or MIN_POOL
+            pool = self.max_parallel_calls or DEFAULT_POOL
             models[id(model)] = (model, with_own_http_client(model, pool))
         return models[id(model)][1]
 
@@ -189,7 +188,7 @@ class LoopClients:
         for original, own in (found or {"models": {}})["models"].values():
             if own is original:
                 continue
-            if hasattr(own, "with_pool"):
+            if isinstance(own, EndpointChatModel):
                 await own.aclose()
             else:
                 await own.root_async_client.close()

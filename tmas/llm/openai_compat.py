@@ -5,11 +5,9 @@ SDK's behaviour and errors)."""
 
 from __future__ import annotations
 
-import math
-
 from langchain_core.language_models import BaseChatModel
 
-from tmas.llm.endpoint import EndpointChatModel, api_key_from_env
+from tmas.llm.endpoint import EndpointChatModel, api_key_from_env, finite_timeout
 
 
 def make_openai_chat_model(
@@ -46,8 +44,7 @@ def make_openai_chat_model(
         >>> chat.model_name
         'Qwen/Qwen3-8B'
     """
-    if not 0 < timeout < math.inf:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    finite_timeout(timeout)
     from tmas.llm.openai_roles import RoleTaggedChatOpenAI
 
     return RoleTaggedChatOpenAI(

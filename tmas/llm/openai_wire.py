@@ -126,20 +126,39 @@ def read_reply(data: Any) -> ChatReply:
     )
 
 
+def stream_settings() -> dict[str, Any]:
+    """What a request adds to be streamed, with the token counts in its last event.
+
+    Example:
+        >>> stream_settings()
+        {'stream': True, 'stream_options': {'include_usage': True}}
+    """
+    return {"stream": True, "stream_options": {"include_usage": True}}
+
+
 def stream_event(line: str) -> dict[str, Any] | None:
     """One server-sent event line of a streamed completion as JSON (None: not a data line, or
-    the closing ``[DONE]``).
+    the closing ``[DONE]``); an error event raises :class:`EndpointStatusError` (500: retried).
 
     Example:
         >>> stream_event('data: {"choices": [{"delta": {"content": "1"}}]}')
         {'choices': [{'delta': {'content': '1'}}]}
         >>> stream_event("data: [DONE]") is None, stream_event(": keep-alive") is None
         (True, True)
+        >>> stream_event('data: {"error": {"message": "engine died"}}')
+        Traceback (most recent call last):
+        ...
+        tmas.llm.openai_wire.EndpointStatusError: HTTP 500: engine died
     """
     if not line.startswith("data:"):
         return None
     payload = line[5:].strip()
-    return None if payload == "[DONE]" else json.loads(payload)
+    if payload == "[DONE]":
+        return None
+    event = json.loads(payload)
+    if isinstance(event, dict) and event.get("error"):  # the server failed mid-stream
+        raise EndpointStatusError(500, payload)
+    return event
 
 
 class EndpointStatusError(Exception):

@@ -46,7 +46,7 @@ def sqlite_storage(
         return open_checkpointer(conn)
 
     def reader(storage: Storage) -> SqliteCheckpointReader:
-        return SqliteCheckpointReader(conn, full=lambda: storage.checkpointer)
+        return SqliteCheckpointReader(conn, saver=lambda: storage.checkpointer)
 
     return Storage(
         location=location,
@@ -64,7 +64,9 @@ def open_storage(
 ) -> Storage:
     """Open (creating it if needed) the run database at ``target``: a SQLite path, or a
     ``postgresql://`` URL; None means ``$TMAS_HOME/runs.sqlite``. StorageError when it cannot,
-    or (``for_writing``) when another process keeps a SQLite file's write lock too long. Runs
+    or (``for_writing``) when another process keeps a SQLite file's write lock too long (a
+    database opened for writing has its checkpoint tables made at once; one only read loads
+    no LangGraph, see :class:`Storage`). Runs
     saved before runs kept plans are given theirs with ``upgrade`` (:class:`RunRegistry`; the
     package's own is :func:`tmas.lifecycle.run_database.open_runs`).
 
@@ -84,7 +86,10 @@ def open_storage(
     try:
         if for_writing:
             check_writable(conn, path)
-        return sqlite_storage(conn, str(path), upgrade)
+        storage = sqlite_storage(conn, str(path), upgrade)
+        if for_writing:  # the checkpoint tables exist before anything writes a run
+            storage.checkpointer  # noqa: B018 - opening it creates them
+        return storage
     except StorageError:
         conn.close()
         raise

@@ -9,6 +9,7 @@ any other value that is not plain data is read through the full checkpointer ins
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -16,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ormsgpack
+
+from tmas.storage.sqlite import rows_if_any
 
 
 class NotPlainData(ValueError):
@@ -87,68 +90,74 @@ class SavedCheckpoint:
 
 
 class SqliteCheckpointReader:
-    """``get_tuple`` and ``list`` of LangGraph's SQLite saver, read-only, on ``conn``; a call
-    that meets a value it cannot read as plain data is answered by ``full()``, the saver.
+    """``get_tuple`` and ``list`` of LangGraph's SQLite saver, read-only, on ``conn``: the
+    checkpoints' configs, values and metadata (not their pending writes). A call that meets a
+    value it cannot read as plain data, or asks for more than that, is answered by
+    ``saver()``, LangGraph's saver.
 
     Example:
-        >>> reader = SqliteCheckpointReader(sqlite3.connect(":memory:"), full=lambda: None)
+        >>> reader = SqliteCheckpointReader(sqlite3.connect(":memory:"), saver=lambda: None)
         >>> reader.get_tuple({"configurable": {"thread_id": "none"}}) is None
         True
     """
 
-    def __init__(self, conn: sqlite3.Connection, full: Callable[[], Any]) -> None:
+    def __init__(self, conn: sqlite3.Connection, saver: Callable[[], Any]) -> None:
         self.conn = conn
-        self.full = full
+        self.saver = saver
 
-    def _rows(self, thread_id: str, limit: int | None) -> list[tuple[Any, ...]]:
+    def _rows(self, thread: str, space: str, limit: int | None) -> list[tuple[Any, ...]]:
         query = (
             "select checkpoint_id, type, checkpoint, metadata from checkpoints "
-            "where thread_id = ? and checkpoint_ns = '' order by checkpoint_id desc"
+            "where thread_id = ? and checkpoint_ns = ? order by checkpoint_id desc"
         )
-        try:
-            if limit is not None:
-                return self.conn.execute(query + " limit ?", (thread_id, limit)).fetchall()
-            return self.conn.execute(query, (thread_id,)).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # a database no run has been saved in yet
-                return []
-            raise
+        if limit is not None:
+            return rows_if_any(self.conn, query + " limit ?", (thread, space, limit))
+        return rows_if_any(self.conn, query, (thread, space))
 
     @staticmethod
-    def _saved(thread_id: str, row: tuple[Any, ...]) -> SavedCheckpoint:
+    def _saved(thread: str, space: str, row: tuple[Any, ...]) -> SavedCheckpoint:
         checkpoint_id, kind, blob, metadata = row
-        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": "",
+        config = {"configurable": {"thread_id": thread, "checkpoint_ns": space,
                                    "checkpoint_id": checkpoint_id}}  # fmt: skip
         return SavedCheckpoint(config, decode_checkpoint(kind, blob), _metadata(metadata))
 
+    @staticmethod
+    def _thread(config: dict[str, Any] | None) -> tuple[str, str] | None:
+        """The thread and namespace a plain read of ``config`` names (None: the saver's)."""
+        configurable = (config or {}).get("configurable") or {}
+        if "thread_id" not in configurable or configurable.get("checkpoint_id"):
+            return None
+        return str(configurable["thread_id"]), str(configurable.get("checkpoint_ns") or "")
+
     def get_tuple(self, config: dict[str, Any]) -> SavedCheckpoint | Any | None:
         """The latest checkpoint of the thread ``config`` names (None when it has none)."""
-        configurable = config.get("configurable") or {}
-        thread_id = str(configurable["thread_id"])
-        if configurable.get("checkpoint_id"):
-            return self.full().get_tuple(config)
-        rows = self._rows(thread_id, 1)
+        named = self._thread(config)
+        if named is None:
+            return self.saver().get_tuple(config)
+        rows = self._rows(*named, 1)
         if not rows:
             return None
         try:
-            return self._saved(thread_id, rows[0])
+            return self._saved(*named, rows[0])
         except NotPlainData:
-            return self.full().get_tuple(config)
+            return self.saver().get_tuple(config)
 
-    def list(self, config: dict[str, Any], **options: Any) -> Iterator[SavedCheckpoint | Any]:
-        """Every checkpoint of the thread ``config`` names, newest first."""
-        configurable = config.get("configurable") or {}
-        if options or configurable.get("checkpoint_id"):
-            yield from self.full().list(config, **options)
+    def list(
+        self, config: dict[str, Any] | None, **options: Any
+    ) -> Iterator[SavedCheckpoint | Any]:
+        """Every checkpoint of the thread ``config`` names, newest first, read one at a time."""
+        named = self._thread(config)
+        if named is None or options:
+            yield from self.saver().list(config, **options)
             return
-        thread_id = str(configurable["thread_id"])
-        rows = self._rows(thread_id, None)
-        try:
-            read = [self._saved(thread_id, row) for row in rows]
-        except NotPlainData:
-            yield from self.full().list(config)
-            return
-        yield from read
+        rows = self._rows(*named, None)
+        for index, row in enumerate(rows):
+            try:
+                saved = self._saved(*named, row)
+            except NotPlainData:  # the rest as the saver reads them
+                yield from itertools.islice(self.saver().list(config), index, None)
+                return
+            yield saved
 
 
 def _metadata(blob: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The checkpointer every run is saved with: LangGraph's SQLite saver with async methods and a
-strict (pickle-free) serializer. Imported when a run database is opened, not before: it
-loads LangGraph."""
+strict (pickle-free) serializer. Imported when a run database's checkpointer is first used
+(see :class:`tmas.storage.handle.Storage`), not before: it loads LangGraph."""
 
 from __future__ import annotations
 

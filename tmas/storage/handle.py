@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,7 +33,7 @@ def redact(url: str) -> str:
 class Storage:
     """An opened run database: checkpointer, run registry and (on first use) the shared store.
 
-    The checkpointer (LangGraph's saver) is opened on first use; ``reader`` answers the
+    The checkpointer (LangGraph's saver) is opened on first use; ``checkpoint_reader`` answers the
     saver's ``get_tuple`` and ``list``, and ``store_reader`` the store's ``list_namespaces``
     and ``search``, for code that only reads (a SQLite database reads them without loading
     LangGraph; any other gives the saver or store itself).
@@ -47,16 +48,18 @@ class Storage:
     _open_store_reader: Callable[[], Any] | None = None
     _store: BaseStore | None = field(default=None, init=False)
     _checkpointer: BaseCheckpointSaver | None = field(default=None, init=False)
+    _opening: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     @property
     def checkpointer(self) -> BaseCheckpointSaver:
         """The checkpointer runs are saved with (opened once, on first use)."""
-        if self._checkpointer is None:
-            self._checkpointer = self._open_checkpointer()
-        return self._checkpointer
+        with self._opening:
+            if self._checkpointer is None:
+                self._checkpointer = self._open_checkpointer()
+            return self._checkpointer
 
     @property
-    def reader(self) -> Any:
+    def checkpoint_reader(self) -> Any:
         """What reads saved checkpoints: ``get_tuple`` and ``list`` as the saver has them."""
         if self._open_reader is None or self._checkpointer is not None:
             return self.checkpointer

@@ -7,7 +7,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tmas.storage.sqlite_files import open_tracked
 
@@ -243,3 +243,21 @@ def _setup_race(exc: sqlite3.DatabaseError) -> bool:
     return isinstance(exc, sqlite3.IntegrityError) or any(
         marker in text for marker in ("duplicate column", "already exists")
     )
+
+
+def rows_if_any(
+    conn: sqlite3.Connection, query: str, args: tuple[Any, ...]
+) -> list[tuple[Any, ...]]:
+    """The rows of a read, none when its table was never made (a database nothing was saved
+    in yet).
+
+    Example:
+        >>> rows_if_any(sqlite3.connect(":memory:"), "select * from checkpoints", ())
+        []
+    """
+    try:
+        return conn.execute(query, args).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise

@@ -1,7 +1,6 @@
 """Reading a SQLite run database's shared store without loading LangGraph, for commands that
-only look (``tmas memory ls``, ``tmas memory show``): the store's ``list_namespaces`` and
-``search`` (without a query), over the table LangGraph's ``SqliteStore`` writes, expired items
-left out as it leaves them out.
+only look (``tmas memory ls``, ``show``, ``export``): the store's ``list_namespaces`` and
+``search`` (without a query or filter), over the table LangGraph's ``SqliteStore`` writes.
 """
 
 from __future__ import annotations
@@ -11,6 +10,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from tmas.storage.sqlite import rows_if_any
+
 
 @dataclass(frozen=True)
 class StoredItem:
@@ -19,18 +20,6 @@ class StoredItem:
     namespace: tuple[str, ...]
     key: str
     value: dict[str, Any]
-
-
-def _rows(conn: sqlite3.Connection, query: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-    try:
-        return conn.execute(query, args).fetchall()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):  # nothing was ever stored
-            return []
-        raise
-
-
-LIVE = "(expires_at is null or expires_at > datetime('now'))"
 
 
 class SqliteStoreReader:
@@ -55,8 +44,7 @@ class SqliteStoreReader:
     ) -> list[tuple[str, ...]]:
         """The namespaces under ``prefix``, cut to ``max_depth`` labels, sorted."""
         where, args = _under(prefix)
-        found = _rows(self.conn, f"select distinct prefix from store where {where} and {LIVE}",
-                      args)  # fmt: skip
+        found = rows_if_any(self.conn, f"select distinct prefix from store where {where}", args)
         spaces = {tuple(row[0].split("."))[: max_depth or None] for row in found}
         return sorted(spaces)[offset : offset + limit]
 
@@ -65,10 +53,10 @@ class SqliteStoreReader:
     ) -> list[StoredItem]:
         """The items in ``namespace`` and the namespaces under it, ``limit`` from ``offset``."""
         where, args = _under(namespace)
-        found = _rows(
+        found = rows_if_any(
             self.conn,
-            f"select prefix, key, value from store where {where} and {LIVE} "
-            "order by prefix, key limit ? offset ?",
+            f"select prefix, key, value from store where {where} order by prefix, key "
+            "limit ? offset ?",
             (*args, limit, offset),
         )
         return [StoredItem(tuple(p.split(".")), k, json.loads(v)) for p, k, v in found]
