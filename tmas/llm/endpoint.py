@@ -301,8 +301,19 @@ class EndpointChatModel(BaseChatModel):
         return chat_result(reply.input_tokens, [choice], model_name)
 
     @staticmethod
-    def _headers_of(run_manager: Any) -> dict[str, str]:
-        return role_headers(getattr(run_manager, "metadata", None))
+    def _call_headers(run_manager: Any, kwargs: dict[str, Any]) -> dict[str, str]:
+        """A LangChain call's role headers: its ``headers=`` (taken out of ``kwargs``), else
+        its run's metadata."""
+        return kwargs.pop("headers", None) or role_headers(getattr(run_manager, "metadata", None))
+
+    def _stream_request(
+        self, messages: list[BaseMessage], stop: list[str] | None, run_manager: Any,
+        kwargs: dict[str, Any],
+    ) -> tuple[dict[str, Any], dict[str, str]]:  # fmt: skip
+        """The body and headers of a streamed LangChain call."""
+        extra = self._call_headers(run_manager, kwargs)
+        body = self._body(to_chat_dicts(messages), stop=stop, **kwargs) | stream_settings()
+        return body, self._headers(extra)
 
     def _generate(
         self,
@@ -311,7 +322,7 @@ class EndpointChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
+        extra = self._call_headers(run_manager, kwargs)
         reply = self.complete(to_chat_dicts(messages), headers=extra, stop=stop, **kwargs)
         return self._result(reply, self.model_name)
 
@@ -322,7 +333,7 @@ class EndpointChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
+        extra = self._call_headers(run_manager, kwargs)
         async with new_session(self.pool_size, self.timeout) as session:  # this call's own
             reply = await self.acomplete(
                 to_chat_dicts(messages), headers=extra, session=session, stop=stop, **kwargs
@@ -336,9 +347,7 @@ class EndpointChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
-        body = self._body(to_chat_dicts(messages), stop=stop, **kwargs) | stream_settings()
-        sent = self._headers(extra)
+        body, sent = self._stream_request(messages, stop, run_manager, kwargs)
         with self._client().stream("POST", self.completions_url, json=body, headers=sent) as got:
             if got.status_code != 200:
                 raise EndpointStatusError(got.status_code, got.read().decode(errors="replace"), got)
@@ -354,9 +363,7 @@ class EndpointChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        extra = kwargs.pop("headers", None) or self._headers_of(run_manager)
-        body = self._body(to_chat_dicts(messages), stop=stop, **kwargs) | stream_settings()
-        sent = self._headers(extra)
+        body, sent = self._stream_request(messages, stop, run_manager, kwargs)
         async with (
             new_session(self.pool_size, self.timeout) as session,
             session.post(self.completions_url, json=body, headers=sent) as got,
