@@ -55,6 +55,10 @@ RESULTS: dict[str, tuple[str, ...]] = {
         rf"^B=2 fa=on unified\s+wall\s+{NUMBER}s  out\s+{NUMBER} tok/s",
         rf"^flash_attn=on kv_unified=True prompt=\d+ tokens: B=1 {NUMBER}  B=2 {NUMBER} tok/s$",
     ),
+    "hf_batching": (
+        rf"^\s+one at a time: {NUMBER} s, {NUMBER} tokens/s$",
+        rf"^speed-up: {NUMBER}x; answers that differ: \d+/4$",
+    ),
     "hybrid_rl": (
         r'^\{"rows": \{"initial": \d+, .*"explore": 1\}, "held_out": 2, "rft_rows": 1\}$',
     ),

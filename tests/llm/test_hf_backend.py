@@ -1,11 +1,13 @@
 """The hf backend on real SmolLM2 (its GGUF de-quantised once into a plain checkpoint without
-the GGUF quantizer): seeded sampling, stop strings, several answers per call, exact usage, and
-adapters for another base refused in one line (a TMAS run on every role with a trained adapter
-is in ``tests/training/test_grpo_real.py``)."""
+the GGUF quantizer): seeded sampling, stop strings, several answers per call, exact usage, greedy
+calls decoded as one batch, and adapters for another base refused in one line (a TMAS run on
+every role with a trained adapter is in ``tests/training/test_grpo_real.py``)."""
 
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from typer.testing import CliRunner
 
 from tmas.cli import app
 from tmas.llm.checkpoints import checkpoint_for
+from tmas.llm.hf.batching import batcher_for
 from tmas.llm.hf.model_loading import AdapterMismatchError, load_model
 from tmas.llm.hf.transformers_chat import ChatHF
 
@@ -70,3 +73,24 @@ def test_an_adapter_for_another_base_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "was trained on qwen, not on smollm2 (model_type, hidden_size" in result.output
     assert not db.exists()
+
+
+def test_greedy_calls_waiting_together_are_decoded_as_one_batch() -> None:
+    """Four greedy calls made while the device is busy: one batch, the same answers and usage
+    as one call at a time (prompts of different lengths: padding must not leak in)."""
+    problems = [PROBLEM, "2+2?", "Name a colour.", "Sara has 11 apples and eats 6. How many?"]
+    alone = ChatHF(model="smollm2", max_tokens=20, temperature=0)
+    expected = [alone.invoke(p) for p in problems]
+    together = ChatHF(model="smollm2", max_tokens=20, temperature=0, max_batch=4)
+    lock = together.loaded.lock
+    with ThreadPoolExecutor(4) as pool:
+        with lock:  # the device is busy while the calls arrive
+            futures = [pool.submit(together.invoke, p) for p in problems]
+            waiting = batcher_for(together.loaded)._waiting
+            while len(waiting) < len(problems):
+                time.sleep(0.01)
+        answers = [f.result(timeout=120) for f in futures]
+    assert [a.content for a in answers] == [e.content for e in expected]
+    assert [a.usage_metadata for a in answers] == [e.usage_metadata for e in expected]
+    finish = [a.response_metadata["finish_reason"] for a in answers]
+    assert finish == [e.response_metadata["finish_reason"] for e in expected]

@@ -53,7 +53,9 @@ class BackendSpec(BaseModel):
     engine: Literal["batched", "serial"] = Field(
         default="batched", description="embedded model: batching engine or one call at a time"
     )
-    max_sequences: int = Field(default=8, ge=1, le=256, description="calls decoded together")
+    max_sequences: int = Field(
+        default=8, ge=1, le=256, description="calls decoded together (hf: greedy calls)"
+    )
     timeout_s: float = Field(default=600.0, gt=0, le=86_400, description="seconds per request")
     engine_args: dict[str, Any] = Field(
         default_factory=dict, description="vLLM engine options (the vllm backends)"
@@ -259,6 +261,7 @@ def _hf_model(
         max_tokens=max_tokens,
         temperature=DEFAULT_TEMPERATURE if temperature is None else temperature,
         seed=seed,
+        max_batch=spec.max_sequences,
     )
 
 

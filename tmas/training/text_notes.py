@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tmas.llm.hf.decoding import chat_prompt_ids
 from tmas.llm.hf.latent_trace import base_weights
-from tmas.llm.hf.transformers_chat import chat_prompt_ids
 from tmas.nodes.agents.chain import agent_messages, notes_of
 from tmas.training.latent_chain import LatentChain
 

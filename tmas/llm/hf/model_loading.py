@@ -27,7 +27,9 @@ class AdapterMismatchError(ModelFileError):
 
 @dataclass
 class LoadedModel:
-    """A model, its tokenizer and the lock that serialises generation on it."""
+    """A model, its tokenizer and the lock that serialises generation on its device (every
+    model on one device shares it: two models decoding at once on a CPU would only share its
+    cores, and a batch waiting for the lock takes in more calls)."""
 
     model: Any
     tokenizer: Any
@@ -39,6 +41,7 @@ class LoadedModel:
 
 _loaded: dict[tuple[str, str | None, str], LoadedModel] = {}
 _loading = threading.Lock()
+_device_locks: dict[str, threading.Lock] = {}
 
 
 def model_shape(config: Any) -> dict[str, Any]:
@@ -204,7 +207,8 @@ def _load(checkpoint: str, name: str, adapter: str | None, device: str) -> Loade
     except (RuntimeError, AssertionError) as exc:
         raise ModelFileError(f"cannot use device {device}: {first_line(exc)}") from exc
     loaded.eval()
-    return LoadedModel(loaded, tokenizer, checkpoint, adapter, device, threading.Lock())
+    lock = _device_locks.setdefault(device, threading.Lock())  # called holding _loading
+    return LoadedModel(loaded, tokenizer, checkpoint, adapter, device, lock)
 
 
 def first_line(exc: BaseException) -> str:

@@ -14,59 +14,10 @@ from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
 from tmas.llm.chat_results import Choice, chat_result
+from tmas.llm.hf.batching import batcher_for
+from tmas.llm.hf.decoding import answer_of, chat_prompt_ids, eos_ids
 from tmas.llm.hf.model_loading import LoadedModel, load_model
 from tmas.llm.openai_wire import to_chat_dicts
-
-
-def cut_at_stop(text: str, stop: Sequence[str] | None) -> tuple[str, bool]:
-    """``text`` up to the first stop string, and whether one was found.
-
-    Example:
-        >>> cut_at_stop("x = 3\\nEND more", ["END"])
-        ('x = 3\\n', True)
-    """
-    cut = min((text.find(s) for s in stop or () if s and s in text), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
-
-
-def generated_length(ids: Sequence[int], eos_ids: set[int]) -> tuple[int, bool]:
-    """How many of ``ids`` were generated (through the first end token, padding after it left
-    out), and whether an end token was reached.
-
-    Example:
-        >>> generated_length([5, 6, 2, 2, 2], {2})
-        (3, True)
-    """
-    for position, token in enumerate(ids):
-        if token in eos_ids:
-            return position + 1, True
-    return len(ids), False
-
-
-def chat_prompt_ids(tokenizer: Any, messages: list[dict[str, str]]) -> list[int]:
-    """The token ids of a chat as the model's template writes it, ready for its answer (call
-    it holding the model's lock: fast tokenizers are not re-entrant).
-
-    Example (with ``tmas[train]``)::
-
-        ids = chat_prompt_ids(loaded.tokenizer, [{"role": "user", "content": "Hi"}])
-    """
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def eos_ids(loaded: LoadedModel) -> set[int]:
-    """The tokens that end an answer: the generation config's and the tokenizer's.
-
-    Example (with ``tmas[train]``)::
-
-        eos_ids(load_model("smollm2"))  # {2}
-    """
-    eos = loaded.model.generation_config.eos_token_id
-    ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    if loaded.tokenizer.eos_token_id is not None:
-        ids.add(loaded.tokenizer.eos_token_id)
-    return {int(i) for i in ids}
 
 
 def generate(
@@ -79,15 +30,22 @@ def generate(
     seed: int | None,
     n: int,
     stop: Sequence[str] | None,
+    max_batch: int = 1,
 ) -> tuple[int, list[Choice]]:
     """Prompt tokens and ``n`` sampled answers of ``messages`` (greedy at temperature 0), one
-    call at a time per model (the lock makes the seed decide the sample).
+    call at a time per device (the lock makes the seed decide the sample). A single greedy
+    answer is decoded together with up to ``max_batch - 1`` other waiting ones
+    (:mod:`tmas.llm.hf.batching`).
 
     Example (with ``tmas[train]``)::
 
         tokens, choices = generate(load_model("smollm2"), [{"role": "user", "content": "Hi"}],
                                    max_tokens=8, temperature=0, top_p=1, seed=None, n=1, stop=None)
     """
+    if temperature == 0 and n == 1 and max_batch > 1:
+        batcher = batcher_for(loaded)
+        prompt_tokens, choice = batcher.answer(messages, max_tokens, stop or (), max_batch)
+        return prompt_tokens, [choice]
     import torch
 
     tokenizer = loaded.tokenizer
@@ -104,7 +62,6 @@ def generate(
             "input_ids": torch.tensor([ids], device=loaded.device),
             "attention_mask": torch.ones(1, len(ids), dtype=torch.long, device=loaded.device),
         }
-        prompt_tokens = len(ids)
         output = loaded.model.generate(
             **inputs,
             max_new_tokens=int(max_tokens),
@@ -112,15 +69,9 @@ def generate(
             pad_token_id=tokenizer.pad_token_id,
             **sampling,
         )
-        choices = []
-        for row in output[:, prompt_tokens:].tolist():
-            length, ended = generated_length(row, ends)
-            answer, stopped = cut_at_stop(
-                tokenizer.decode(row[:length], skip_special_tokens=True), stop
-            )
-            reason = "stop" if ended or stopped else "length"
-            choices.append(Choice(answer, length, reason))
-    return prompt_tokens, choices
+        rows = output[:, len(ids) :].tolist()
+        choices = [answer_of(tokenizer, row, ends, stop or ()) for row in rows]
+    return len(ids), choices
 
 
 @contextlib.contextmanager
@@ -149,7 +100,8 @@ class ChatHF(BaseChatModel):
     ``model`` is a checkpoint folder, a hub id, a ``.gguf`` file or a bundled name (``smollm2``,
     ``qwen``: converted once to a plain checkpoint); ``adapter`` a folder saved by
     ``tmas train grpo``. Every ChatHF of the process with the same model, adapter and device
-    shares one loaded copy, and its calls run one at a time. Per-call keyword arguments
+    shares one loaded copy, and calls run one at a time per device; greedy calls waiting for
+    it are decoded together, up to ``max_batch`` at once. Per-call keyword arguments
     ``max_tokens``, ``temperature``, ``top_p``, ``seed`` and ``n`` override the fields.
 
     Example (with ``tmas[train]``)::
@@ -167,6 +119,7 @@ class ChatHF(BaseChatModel):
     top_p: float = 0.95
     seed: int | None = None
     n: int = 1
+    max_batch: int = 1
 
     @property
     def _llm_type(self) -> str:
@@ -196,6 +149,7 @@ class ChatHF(BaseChatModel):
             top_p=kwargs.get("top_p", self.top_p),
             seed=kwargs.get("seed", self.seed),
             n=kwargs.get("n", self.n),
+            max_batch=self.max_batch,
             stop=stop or kwargs.get("stop"),
         )
         return chat_result(prompt_tokens, choices, self.model)

@@ -56,7 +56,7 @@ def make_segment(
 
         segment = make_segment(tokenizer, PromptSet(), "planner", "1+1?", 8, True, True)
     """
-    from tmas.llm.hf.transformers_chat import chat_prompt_ids  # loads with the model
+    from tmas.llm.hf.decoding import chat_prompt_ids  # loads with the model
 
     ids = chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem))
     return Segment(agent, tuple(ids), latent_steps, realign, keep_prompt)
@@ -72,7 +72,7 @@ def final_prompt_ids(
 
         ids = final_prompt_ids(tokenizer, PromptSet(), "judger", "1+1?")
     """
-    from tmas.llm.hf.transformers_chat import chat_prompt_ids  # loads with the model
+    from tmas.llm.hf.decoding import chat_prompt_ids  # loads with the model
 
     return chat_prompt_ids(tokenizer, agent_messages(prompts, agent, problem, notes))
 
@@ -147,7 +147,7 @@ class LatentAnswer:
         self.max_tokens, self.temperature = max_tokens, temperature
 
     def __call__(self, task: dict[str, Any]) -> dict[str, Any]:
-        from tmas.llm.hf.transformers_chat import eos_ids  # loads with the model
+        from tmas.llm.hf.decoding import eos_ids  # loads with the model
 
         tokenizer, plan = self.loaded.tokenizer, task["plan"]
         try:
