@@ -18,10 +18,12 @@ kinds are crossed with prompt kinds (each kind of problem appears under every pr
 
 Each row names its problem kind (``extra_info.kind``), so a study leaves out held-out problems
 of the same kind with the same numbers. Rollouts for the warm start are the solver's own:
-``tmas eval --graph tmas`` with the embedded SmolLM2 on other problems (seed 4), exported with
+``tmas eval --graph majority_vote`` with the embedded SmolLM2 on other problems (seed 4; 16
+candidates of at most 192 tokens at temperature 0.3), exported with
 ``tmas export rollouts`` (``tmas train sft`` keeps the verified-correct ones).
 
-    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 14]
+    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 48]
+    python benchmarks/hybrid_rl.py --out studies/data --rft-only     # the warm start's rows
     python benchmarks/hybrid_rl.py --toy [--out DIR]
 
 Writes ``hybrid_rows.jsonl``, ``hybrid_eval.jsonl`` and ``rft_rows.jsonl`` in ``--out`` (with
@@ -61,11 +63,11 @@ KINDS_TRAINED = (*ONE_STEP, "more_than_total")
 MODES = ("initial", "exploit", "explore")
 GUIDELINES = ["Write one equation with the numbers of the problem and compute it in one step"]
 REMARK = "The verifiers checked this attempt and found its final answer wrong."
-RFT_SIZES = ("-n", "4", "-m", "1", "-t", "2", "--max-tokens", "128")
+RFT_GRAPH = "majority_vote"  # every call a solver rollout (the tmas graph spends 4 in 5 on others)
+RFT_SIZES = ("-n", "16", "--max-tokens", "192")
+RFT_TEMPERATURE = "0.3"  # at 0.7 SmolLM2-135M verified 6 of 112 rollouts: too few to learn from
 TOY_TOKENS = 8
-TOY_RFT_SIZES = ("-n", "1", "-m", "1", "-t", "1", "--max-tokens", str(TOY_TOKENS),
-                 *(f"--set={role}_max_tokens={TOY_TOKENS}"
-                   for role in ("verifier", "summary", "experience", "guideline")))  # fmt: skip
+TOY_RFT_SIZES = ("-n", "1", "--max-tokens", str(TOY_TOKENS))
 
 
 def tmas(*args: str, label: str) -> tuple[float, str]:
@@ -176,8 +178,9 @@ def rft_rows(out: Path, count: int, threads: int | None, sizes: tuple[str, ...] 
         data = Path(work) / "problems.jsonl"
         data.write_text("".join(json.dumps(p) + "\n" for p in problems))
         db = str(Path(work) / "runs.sqlite")
-        tmas("eval", "--data", str(data), "--out", f"{work}/eval", "--db", db, "--graph", "tmas",
-             *sizes, "--model", "smollm2", "--temperature", "0.7", "--seed", "4", "--quiet",
+        tmas("eval", "--data", str(data), "--out", f"{work}/eval", "--db", db, "--graph", RFT_GRAPH,
+             *sizes, "--model", "smollm2", "--temperature", RFT_TEMPERATURE, "--seed", "4",
+             "--quiet",
              *(["--threads", str(threads)] if threads else []), label="TMAS runs")  # fmt: skip
         tmas("export", "rollouts", f"{work}/eval", "--db", db, "--out",
              str(out / "rft_rows.jsonl"), label="export")  # fmt: skip
@@ -193,15 +196,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="where the files go (required without --toy)")
     parser.add_argument("--train", type=int, default=48, help="training rows")
     parser.add_argument("--eval", type=int, default=450, help="held-out problems (before dedupe)")
-    parser.add_argument("--rft", type=int, default=14, help="problems of the warm start's runs")
+    parser.add_argument("--rft", type=int, default=48, help="problems of the warm start's runs")
     parser.add_argument("--samples", type=int, default=8, help="base draws per exploit row")
+    parser.add_argument(
+        "--rft-only", action="store_true", help="write only rft_rows.jsonl (the other files stay)"
+    )
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument(
         "--toy",
         action="store_true",
         help=f"toy size, for CI: {2 * len(KINDS_TRAINED) + 1} training rows (every prompt "
         f"kind), one base draw per exploit row, 2 held-out problems, the warm start's runs on "
-        f"one problem at N=1 M=1 T=1, {TOY_TOKENS}-token answers, one thread for each model",
+        f"one problem with one candidate, {TOY_TOKENS}-token answers, one thread for each model",
     )
     args = parser.parse_args()
     tokens, sizes, torch_threads = 128, RFT_SIZES, None
@@ -214,6 +220,9 @@ def main() -> None:
     with ExitStack() as stack:
         out = args.out or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         out.mkdir(parents=True, exist_ok=True)
+        if args.rft_only:
+            print(json.dumps({"rft_rows": rft_rows(out, args.rft, args.threads, sizes)}))
+            return
         rows, made = training_rows(
             args.train, seed=1, samples=args.samples, tokens=tokens, threads=torch_threads
         )

@@ -120,6 +120,13 @@ def test_grpo_smoke_killed_and_resumed_then_adapter_loads(training_data: Path, t
     assert record["dropped_zero_spread_groups"] == dropped
     assert record["excluded_completions"] == sum(line["judge_failures"] for line in rerun)
     assert record["judge_failures"] == record["excluded_completions"]
+    # spread covers every step, those before the resume too
+    spread = record["spread"]
+    assert spread["steps"] == STEPS
+    with_spread = sum(line["frac_reward_zero_std"] < 1 for line in lines if "loss" in line)
+    assert spread["steps_with_spread"] == with_spread
+    cut = [line["completions/clipped_ratio"] for line in lines if "loss" in line]
+    assert spread["completions_cut"] == round(sum(cut) / len(cut), 4)
     for line in (line for line in lines if "loss" in line):
         assert math.isfinite(line["loss"]) and math.isfinite(line["kl"])
         assert "rewards/correctness/mean" in line and "completions/mean_length" in line

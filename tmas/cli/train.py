@@ -108,7 +108,14 @@ def grpo(
         fail(error_line(exc))
         return
     err.print(f"adapter: {record['adapter']} ({record['steps']} steps)", markup=False)
-    shown = ("status", "steps", "adapter", "dropped_zero_spread_groups", "excluded_completions")
+    shown = (
+        "status",
+        "steps",
+        "adapter",
+        "dropped_zero_spread_groups",
+        "excluded_completions",
+        "spread",
+    )
     out.print(json.dumps({k: record[k] for k in shown}), markup=False, soft_wrap=True)
 
 

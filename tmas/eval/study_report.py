@@ -114,6 +114,7 @@ def build_report(
         "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python "
         f"{platform.python_version()}",
         "conditions": conditions,
+        "trainings": design.get("trainings", {}),
         "contrasts": [
             {"baseline": a, "treated": b, **paired_figures(conditions[a], conditions[b])}
             for a, b in study.file.contrasts
@@ -182,6 +183,26 @@ def matched_line(name: str, figures: dict[str, Any], tolerance: float) -> str:
     )
 
 
+def training_line(label: str, record: dict[str, Any]) -> str:
+    """A table row of one training: its steps, seconds and, for GRPO, what it could learn from
+    (:func:`tmas.training.metrics.spread_summary`).
+
+    Example:
+        >>> training_line("grpo/seed-0", {"steps": 30, "train_seconds": 600.0, "spread": {
+        ...     "steps": 30, "steps_with_spread": 6, "completions_cut": 0.825}})
+        '| grpo/seed-0 | 30 | 600 | 6/30 | 82% |'
+        >>> training_line("sft/seed-0", {"steps": 16, "train_seconds": 88.1})
+        '| sft/seed-0 | 16 | 88 | - | - |'
+    """
+    spread = record.get("spread") or {}
+    steps = f"{spread['steps_with_spread']}/{spread['steps']}" if spread.get("steps") else "-"
+    cut = spread.get("completions_cut")
+    return (
+        f"| {label} | {record.get('steps', '-')} | {record.get('train_seconds', 0):.0f} | "
+        f"{steps} | {'-' if cut is None else f'{100 * cut:.0f}%'} |"
+    )
+
+
 def report_markdown(report: dict[str, Any]) -> str:
     """The report as a markdown page: the command, the design, one table, the matching."""
     dedupe = report["deduplication"]
@@ -234,6 +255,13 @@ def report_markdown(report: dict[str, Any]) -> str:
                 f"{_interval(c['interval'], True)} | {c['differ']}/{c['pairs']} | {c['seeds']} |"
                 for c in report["contrasts"]
             ),
+        ]
+    if report.get("trainings"):
+        lines += [
+            "",
+            "| training | steps | seconds | steps with reward spread | completions cut |",
+            "|---|---|---|---|---|",
+            *(training_line(label, r) for label, r in report["trainings"].items()),
         ]
     matched = [
         matched_line(n, c, report["tolerance"])

@@ -23,7 +23,7 @@ from tmas.llm.hf.model_loading import INSTALL_HINT, load_base, pick_device
 from tmas.llm.model_files import ModelFileError
 from tmas.training.data_files import DataFileError, read_rows
 from tmas.training.grpo_settings import GRPOSettings
-from tmas.training.metrics import keep_steps_up_to, plot_rewards, read_metrics
+from tmas.training.metrics import keep_steps_up_to, plot_rewards, read_metrics, spread_summary
 from tmas.training.novelty import NoveltyJudge, load_template
 from tmas.training.rewards import HybridReward, Sample
 from tmas.training.sft_loop import lora_config, lora_model
@@ -208,6 +208,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
         judge_failures=rewards.reward.judge_failures,  # in this process (since a resume)
         excluded_completions=rewards.excluded,
         dropped_zero_spread_groups=trainer.dropped_groups,
+        spread=spread_summary(read_metrics(metrics_path)),  # every step, across resumes
     )  # fmt: skip
     plot_rewards(read_metrics(metrics_path), out_dir / "rewards.png")
     return record

@@ -61,6 +61,32 @@ def append_metrics(path: Path, step: int, logs: dict[str, Any]) -> None:
         out.write(json.dumps(line) + "\n")
 
 
+def spread_summary(metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a GRPO training could learn from, from its metric lines: the steps logged, those in
+    which some group's rewards differed (a step without spread has no gradient), the share of
+    completions cut at the budget (TRL masks them) and the mean reward.
+
+    Example:
+        >>> spread_summary([
+        ...     {"step": 1, "frac_reward_zero_std": 1.0, "completions/clipped_ratio": 0.5,
+        ...      "reward": 0.0},
+        ...     {"step": 2, "frac_reward_zero_std": 0.0, "completions/clipped_ratio": 0.25,
+        ...      "reward": 0.5},
+        ...     {"step": 2, "train_runtime": 9.0}])
+        {'steps': 2, 'steps_with_spread': 1, 'completions_cut': 0.375, 'mean_reward': 0.25}
+    """
+    steps = [line for line in metrics if "frac_reward_zero_std" in line]
+    if not steps:
+        return {"steps": 0, "steps_with_spread": 0, "completions_cut": None, "mean_reward": None}
+    cut = [line.get("completions/clipped_ratio", 0.0) for line in steps]
+    return {
+        "steps": len(steps),
+        "steps_with_spread": sum(line["frac_reward_zero_std"] < 1 for line in steps),
+        "completions_cut": round(sum(cut) / len(cut), 4),
+        "mean_reward": round(sum(line.get("reward", 0.0) for line in steps) / len(steps), 4),
+    }
+
+
 def plot_rewards(metrics: list[dict[str, Any]], path: Path) -> bool:
     """Draw every reward series (the total, each component, each ``_source``) over steps into a
     PNG at ``path``; False when there is nothing to draw.
