@@ -22,8 +22,8 @@ of the same kind with the same numbers. Rollouts for the warm start are the solv
 candidates of at most 192 tokens at temperature 0.3), exported with
 ``tmas export rollouts`` (``tmas train sft`` keeps the verified-correct ones).
 
-    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 450] [--rft 48]
-    python benchmarks/hybrid_rl.py --out studies/data --rft-only     # the warm start's rows
+    python benchmarks/hybrid_rl.py --out studies/data [--train 48] [--eval 600] [--rft 48]
+    python benchmarks/hybrid_rl.py --out studies/data --only rft     # the warm start's rows
     python benchmarks/hybrid_rl.py --toy [--out DIR]
 
 Writes ``hybrid_rows.jsonl``, ``hybrid_eval.jsonl`` and ``rft_rows.jsonl`` in ``--out`` (with
@@ -195,11 +195,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, help="where the files go (required without --toy)")
     parser.add_argument("--train", type=int, default=48, help="training rows")
-    parser.add_argument("--eval", type=int, default=450, help="held-out problems (before dedupe)")
+    parser.add_argument("--eval", type=int, default=600, help="held-out problems (before dedupe)")
     parser.add_argument("--rft", type=int, default=48, help="problems of the warm start's runs")
     parser.add_argument("--samples", type=int, default=8, help="base draws per exploit row")
     parser.add_argument(
-        "--rft-only", action="store_true", help="write only rft_rows.jsonl (the other files stay)"
+        "--only",
+        choices=("held_out", "rft"),
+        help="write only hybrid_eval.jsonl or rft_rows.jsonl (the other files stay)",
     )
     parser.add_argument("--threads", type=int, help="CPU threads of the embedded model")
     parser.add_argument(
@@ -220,16 +222,19 @@ def main() -> None:
     with ExitStack() as stack:
         out = args.out or Path(stack.enter_context(tempfile.TemporaryDirectory()))
         out.mkdir(parents=True, exist_ok=True)
-        if args.rft_only:
+        if args.only == "rft":
             print(json.dumps({"rft_rows": rft_rows(out, args.rft, args.threads, sizes)}))
+            return
+        held = [{k: p[k] for k in ("id", "problem", "answer", "kind")}
+                for p in generate(args.eval, seed=2, kinds=KINDS_TRAINED)]  # fmt: skip
+        write_jsonl(out / "hybrid_eval.jsonl", held)  # the first n are the same for any --eval
+        if args.only == "held_out":
+            print(json.dumps({"held_out": len(held)}))
             return
         rows, made = training_rows(
             args.train, seed=1, samples=args.samples, tokens=tokens, threads=torch_threads
         )
         write_jsonl(out / "hybrid_rows.jsonl", rows)
-        held = [{k: p[k] for k in ("id", "problem", "answer", "kind")}
-                for p in generate(args.eval, seed=2, kinds=KINDS_TRAINED)]  # fmt: skip
-        write_jsonl(out / "hybrid_eval.jsonl", held)
         exported = rft_rows(out, args.rft, args.threads, sizes) if args.rft else 0
     print(json.dumps({"rows": dict(made), "held_out": len(held), "rft_rows": exported}))
 
