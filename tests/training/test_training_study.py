@@ -87,9 +87,11 @@ def test_a_training_study_trains_each_seed_and_warm_starts_from_the_same_seed(
     report = json.loads((out / "report.json").read_text())
     assert report["conditions"]["sft_grpo"]["seeds"] == [0]
     assert report["conditions"]["sft"]["settings"]["train"]["kind"] == "sft"
+    assert report["trainings"]["sft_grpo/seed-0"]["spread"]["steps"] == 1  # what GRPO had
+    assert "| sft_grpo/seed-0 | 1 |" in (out / "report.md").read_text()
     again = invoke(tmp_path, "study", str(path), "--out", str(out))
     assert again.exit_code == 0, again.output
-    assert "training " not in again.output  # every finished training is kept
+    assert "(sft) in" not in again.output and "(grpo) in" not in again.output  # all kept
 
 
 def adapter_weights(folder: Path) -> list[float]:
