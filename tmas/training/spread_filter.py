@@ -143,20 +143,21 @@ def complete_chats(
     """
     import torch
 
+    from tmas.llm.hf.batching import left_padded
+    from tmas.llm.hf.decoding import chat_prompt_ids
+
     tokenizer, model = loaded.tokenizer, loaded.model
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
-             for p in prompts]  # fmt: skip
     sampling = {"do_sample": True, "temperature": temperature, "top_p": 1.0, "top_k": 0}
     with loaded.lock, torch.no_grad():
-        tokenizer.padding_side = "left"
-        encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        ids, masks = left_padded([chat_prompt_ids(tokenizer, p) for p in prompts],
+                                 tokenizer.pad_token_id)  # fmt: skip
         output = model.generate(
-            **encoded.to(loaded.device),
+            input_ids=torch.tensor(ids, device=loaded.device),
+            attention_mask=torch.tensor(masks, device=loaded.device),
             **(sampling if temperature > 0 else {"do_sample": False}),
             max_new_tokens=max_tokens,
             num_return_sequences=samples,
             pad_token_id=tokenizer.pad_token_id,
         )
-    width = encoded["input_ids"].shape[1]
-    decoded = tokenizer.batch_decode(output[:, width:], skip_special_tokens=True)
+    decoded = tokenizer.batch_decode(output[:, len(ids[0]) :], skip_special_tokens=True)
     return [decoded[i * samples : (i + 1) * samples] for i in range(len(prompts))]
