@@ -1,12 +1,14 @@
 """A local engine's answers to one request as a langchain-core ChatResult, with usage counted
-the same way by every in-process backend (vLLM, transformers)."""
+the same way by every in-process backend (vLLM, transformers); an endpoint's streamed events
+as langchain-core chunks."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from langchain_core.messages import AIMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
 
 @dataclass
@@ -62,3 +64,30 @@ def chat_result(
     return ChatResult(
         generations=generations, llm_output={"token_usage": token_usage, "model_name": model_name}
     )
+
+
+def stream_chunk(event: dict[str, Any] | None) -> ChatGenerationChunk | None:
+    """One streamed event as a chunk: its text, and the token counts when the event has them
+    (None for an event with neither).
+
+    Example:
+        >>> stream_chunk({"choices": [{"delta": {"content": "1"}}]}).text
+        '1'
+        >>> stream_chunk({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
+        ...              ).message.usage_metadata["total_tokens"]
+        4
+    """
+    if not event:
+        return None
+    choices = event.get("choices") or []
+    text = str(((choices[0].get("delta") or {}).get("content") or "") if choices else "")
+    usage = event.get("usage")
+    if not text and not usage:
+        return None
+    message = AIMessageChunk(content=text)
+    if usage:
+        given, made = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+        message.usage_metadata = {
+            "input_tokens": given, "output_tokens": made, "total_tokens": given + made,
+        }  # fmt: skip
+    return ChatGenerationChunk(message=message)

@@ -32,11 +32,11 @@ import aiohttp
 import httpx
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessageChunk, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr, SecretStr
 
-from tmas.llm.chat_results import Choice, chat_result
+from tmas.llm.chat_results import Choice, chat_result, stream_chunk
 from tmas.llm.errors import is_transient, retry_after_s
 from tmas.llm.openai_wire import (
     ChatReply,
@@ -375,30 +375,3 @@ class EndpointChatModel(BaseChatModel):
                 chunk = stream_chunk(stream_event(line.decode().strip()))
                 if chunk is not None:
                     yield chunk
-
-
-def stream_chunk(event: dict[str, Any] | None) -> ChatGenerationChunk | None:
-    """One streamed event as a chunk: its text, and the token counts when the event has them
-    (None for an event with neither).
-
-    Example:
-        >>> stream_chunk({"choices": [{"delta": {"content": "1"}}]}).text
-        '1'
-        >>> stream_chunk({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
-        ...              ).message.usage_metadata["total_tokens"]
-        4
-    """
-    if not event:
-        return None
-    choices = event.get("choices") or []
-    text = str(((choices[0].get("delta") or {}).get("content") or "") if choices else "")
-    usage = event.get("usage")
-    if not text and not usage:
-        return None
-    message = AIMessageChunk(content=text)
-    if usage:
-        given, made = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-        message.usage_metadata = {
-            "input_tokens": given, "output_tokens": made, "total_tokens": given + made,
-        }  # fmt: skip
-    return ChatGenerationChunk(message=message)
