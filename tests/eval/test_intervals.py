@@ -60,3 +60,35 @@ def test_paired_seed_differences_pair_by_problem_and_seed() -> None:
     assert result.low >= 0.0 and result.high <= 1.0
     with pytest.raises(ValueError, match="problem 2: 2 and 1 seeds"):
         paired_seed_difference(baseline, [[1, 1], [1], [0, 1]])
+
+
+def test_a_crossed_interval_sees_a_seed_that_moves_every_problem() -> None:
+    """Seed 0 solves about 70% of the problems and seed 1 about 30% (two trainings that came
+    out differently): resampling each problem's seeds on their own averages the shift away and
+    gives about +-8 points; resampling the seed columns once per draw spans both trainings."""
+    rng = random.Random(3)
+    table = [[float(rng.random() < 0.7), float(rng.random() < 0.3)] for _ in range(100)]
+    nested = bootstrap_mean(table)
+    crossed = bootstrap_mean(table, crossed=True)
+    assert nested[0] == crossed[0]
+    assert nested[2] - nested[1] < 0.2 and crossed[2] - crossed[1] > 0.4
+    assert crossed[1] < 0.32 and crossed[2] > 0.68
+    baseline = [[float(rng.random() < 0.5)] * 2 for _ in range(100)]
+    crossed_gain = paired_seed_difference(baseline, table, crossed=True)
+    nested_gain = paired_seed_difference(baseline, table)
+    assert crossed_gain.difference == nested_gain.difference
+    assert crossed_gain.high - crossed_gain.low > 1.8 * (nested_gain.high - nested_gain.low)
+
+
+def test_seeds_that_agree_give_the_same_crossed_and_nested_interval() -> None:
+    rng = random.Random(4)
+    table = [[float(rng.random() < 0.5)] * 3 for _ in range(80)]
+    crossed = bootstrap_mean(table, crossed=True)
+    one_seed = bootstrap_mean([row[:1] for row in table])
+    assert crossed[0] == one_seed[0]
+    assert crossed[1:] == pytest.approx(one_seed[1:], abs=0.02)  # draws differ, not the design
+
+
+def test_a_crossed_interval_refuses_problems_with_different_seeds() -> None:
+    with pytest.raises(ValueError, match="the same seeds for every problem; got \\[1, 2\\]"):
+        bootstrap_mean([[1, 0], [1]], crossed=True)

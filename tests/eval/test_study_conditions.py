@@ -51,7 +51,9 @@ def test_a_condition_with_fewer_seeds_runs_only_those_and_pairs_on_them(
     (contrast,) = report["contrasts"]  # the other way round: tmas - rsa on seed 1
     assert (contrast["baseline"], contrast["treated"], contrast["seeds"]) == ("rsa", "tmas", [1])
     assert contrast["value"] == -rsa["difference"]["value"] and contrast["pairs"] == 2
-    assert "| tmas - rsa |" in (out / "report.md").read_text()
+    assert contrast["per_seed"] == [contrast["value"]]  # one shared seed: its value is the mean
+    assert f"| tmas - rsa | {100 * contrast['value']:+.1f} " in (out / "report.md").read_text()
+    assert f"| seed 1: {100 * contrast['value']:+.1f} |" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,14 @@
 """Means and paired differences with bootstrap 95% intervals: problems resampled with
-replacement and, when each problem was run under several seeds, the seeds of each drawn problem
-resampled too (a two-level bootstrap), so an interval covers both sources of variation. What an
-accuracy difference needs before it means anything."""
+replacement and, when each problem was run under several seeds, the seeds resampled too, so an
+interval covers both sources of variation. What an accuracy difference needs before it means
+anything.
+
+Two designs: *nested* (the default) resamples the observations of each drawn problem on their
+own, right when they are independent per problem (several pairs of one problem, sampling
+seeds); *crossed* resamples the seed columns once per draw for every problem, right when a
+seed is shared across problems (a training seed shifts every answer of its model at once,
+which nested resampling cannot see). Crossed needs the same seeds for every problem and is the
+more cautious of the two."""
 
 from __future__ import annotations
 
@@ -35,11 +42,12 @@ class PairedDifference:
 
 
 def bootstrap_mean(
-    scores: Sequence[Scores], draws: int = 10_000, seed: int = 0
+    scores: Sequence[Scores], draws: int = 10_000, seed: int = 0, crossed: bool = False
 ) -> tuple[float, float, float]:
     """The mean of ``scores`` (one list per problem, one score per seed) with a percentile
-    bootstrap 95% interval: each draw resamples problems, then the seeds of each drawn problem.
-    ValueError when there is nothing to average.
+    bootstrap 95% interval: each draw resamples problems and, nested, the seeds of each drawn
+    problem, or, ``crossed``, one draw of seed columns shared by every problem. ValueError when
+    there is nothing to average, or when ``crossed`` problems have different numbers of seeds.
 
     Example:
         >>> mean, low, high = bootstrap_mean([[1, 1], [0, 1], [0, 0], [1, 0]], draws=2000)
@@ -47,15 +55,19 @@ def bootstrap_mean(
         (0.5, True)
         >>> bootstrap_mean([[1], [1]], draws=100)
         (1.0, 1.0, 1.0)
+        >>> bootstrap_mean([[1, 0]] * 50, draws=2000, crossed=True)  # seed 1 failed everything
+        (0.5, 0.0, 1.0)
     """
     table = [[float(s) for s in problem] for problem in scores]
     if not table or not all(table):
         raise ValueError("need at least one score for every problem, and one problem")
     n, rng = len(table), random.Random(seed)
     mean = sum(sum(row) / len(row) for row in table) / n
-    if all(len(row) == 1 for row in table):
+    if crossed:
+        means = _crossed_means(table, draws, rng)
+    elif all(len(row) == 1 for row in table):
         flat = [row[0] for row in table]
-        means = sorted(sum(rng.choices(flat, k=n)) / n for _ in range(draws))
+        means = [sum(rng.choices(flat, k=n)) / n for _ in range(draws)]
     else:
         means = []
         for _ in range(draws):
@@ -63,8 +75,26 @@ def bootstrap_mean(
             for row in rng.choices(table, k=n):
                 total += sum(rng.choices(row, k=len(row))) / len(row)
             means.append(total / n)
-        means.sort()
+    means.sort()
     return mean, means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
+
+
+def _crossed_means(table: list[list[float]], draws: int, rng: random.Random) -> list[float]:
+    """Bootstrap means of a problems x seeds table, seed columns and problem rows each drawn
+    with replacement, the same columns for every row of a draw."""
+    width = len(table[0])
+    if any(len(row) != width for row in table):
+        raise ValueError(
+            "a crossed interval needs the same seeds for every problem; "
+            f"got {sorted({len(row) for row in table})} seeds per problem"
+        )
+    n, by_columns, means = len(table), {}, []
+    for _ in range(draws):
+        columns = tuple(sorted(rng.choices(range(width), k=width)))
+        if columns not in by_columns:
+            by_columns[columns] = [sum(row[c] for c in columns) / width for row in table]
+        means.append(sum(rng.choices(by_columns[columns], k=n)) / n)
+    return means
 
 
 def paired_difference(
@@ -91,10 +121,11 @@ def paired_seed_difference(
     treated: Sequence[Scores],
     draws: int = 10_000,
     seed: int = 0,
+    crossed: bool = False,
 ) -> PairedDifference:
     """``treated - baseline`` paired by problem and seed (one list per problem, one score per
-    seed in the same order on both sides), with the two-level bootstrap interval of
-    :func:`bootstrap_mean`; ValueError when the two do not pair up.
+    seed in the same order on both sides), with the bootstrap interval of
+    :func:`bootstrap_mean` (nested, or ``crossed``); ValueError when the two do not pair up.
 
     Example:
         >>> result = paired_seed_difference([[0, 1], [1, 1], [0, 0]], [[1, 1], [1, 1], [1, 0]],
@@ -109,5 +140,5 @@ def paired_seed_difference(
         if len(b) != len(t) or not b:
             raise ValueError(f"problem {number}: {len(b)} and {len(t)} seeds do not pair up")
         diffs.append([float(x) - float(y) for y, x in zip(b, t, strict=True)])
-    mean, low, high = bootstrap_mean(diffs, draws, seed)
+    mean, low, high = bootstrap_mean(diffs, draws, seed, crossed)
     return PairedDifference(mean, low, high, len(diffs))

@@ -1,6 +1,6 @@
 """A study's report: per condition accuracy with its interval, tokens, calls and wall per
 problem; each condition's paired difference against the reference, and the study's other
-contrasts (two-level bootstrap over problems and seeds); how closely matched conditions met
+contrasts (bootstrap over problems and, crossed, over seeds); how closely matched conditions met
 the reference's tokens; written as ``report.json``, ``report.md`` (which ``tmas compare``
 prints) and two plots."""
 
@@ -38,7 +38,7 @@ def condition_summary(
     """
     scores = [[float(bool(seed[p]["correct"])) for seed in by_seed] for p in problem_ids]
     rows = [seed[p] for seed in by_seed for p in problem_ids]
-    accuracy, low, high = bootstrap_mean(scores)
+    accuracy, low, high = bootstrap_mean(scores, crossed=True)
     return {
         "accuracy": accuracy,
         "accuracy_interval": [low, high],
@@ -124,14 +124,17 @@ def build_report(
 
 def paired_figures(baseline: dict[str, Any], treated: dict[str, Any]) -> dict[str, Any]:
     """``treated - baseline`` (two conditions' figures), paired by problem on the seeds both
-    ran, with its two-level bootstrap 95% interval and how many pairs differ.
+    ran, with its crossed bootstrap 95% interval (problems and seeds, see
+    :mod:`tmas.eval.intervals`), how many pairs differ, and the difference at each seed alone.
 
     Example:
         >>> a = {"seeds": [0, 1], "scores": [[1.0, 0.0], [0.0, 0.0]]}
-        >>> b = {"seeds": [1], "scores": [[1.0], [1.0]]}
+        >>> b = {"seeds": [0, 1], "scores": [[1.0, 1.0], [0.0, 1.0]]}
         >>> d = paired_figures(a, b)
-        >>> d["value"], d["differ"], d["pairs"], d["seeds"]
-        (1.0, 2, 2, [1])
+        >>> d["value"], d["differ"], d["pairs"], d["seeds"], d["per_seed"]
+        (0.5, 2, 4, [0, 1], [0.0, 1.0])
+        >>> paired_figures(a, {"seeds": [1], "scores": [[1.0], [1.0]]})["per_seed"]
+        [1.0]
     """
     seeds = [s for s in treated["seeds"] if s in baseline["seeds"]]
 
@@ -140,7 +143,7 @@ def paired_figures(baseline: dict[str, Any], treated: dict[str, Any]) -> dict[st
         return [[scores[i] for i in index] for scores in figures["scores"]]
 
     before, after = on_shared(baseline), on_shared(treated)
-    diff = paired_seed_difference(before, after)
+    diff = paired_seed_difference(before, after, crossed=True)
     pairs = [
         (x, y) for rx, ry in zip(before, after, strict=True) for x, y in zip(rx, ry, strict=True)
     ]
@@ -150,7 +153,29 @@ def paired_figures(baseline: dict[str, Any], treated: dict[str, Any]) -> dict[st
         "differ": sum(x != y for x, y in pairs),
         "pairs": len(pairs),
         "seeds": seeds,
+        "per_seed": [
+            sum(a[i] - b[i] for b, a in zip(before, after, strict=True)) / len(before)
+            for i in range(len(seeds))
+        ],
     }
+
+
+def seed_values(contrast: dict[str, Any]) -> str:
+    """A contrast's difference at each of its seeds, in points (reports written before these
+    were recorded show the seeds alone).
+
+    Example:
+        >>> seed_values({"seeds": [0, 1], "per_seed": [-0.023, 0.01]})
+        'seed 0: -2.3, seed 1: +1.0'
+        >>> seed_values({"seeds": [0]})
+        'seed 0'
+    """
+    values = contrast.get("per_seed")
+    if values is None:
+        return ", ".join(f"seed {s}" for s in contrast["seeds"])
+    return ", ".join(
+        f"seed {s}: {100 * v:+.1f}" for s, v in zip(contrast["seeds"], values, strict=True)
+    )
 
 
 def _pct(value: float) -> str:
@@ -224,7 +249,8 @@ def report_markdown(report: dict[str, Any]) -> str:
         f"{report['max_concurrency'] or 'the topology default'}; problems interleaved across "
         f"conditions. Machine: {report['machine']}.",
         "- Accuracy counts a failed problem as wrong. Intervals: 95% percentile bootstrap "
-        "over problems (and the seeds of each problem when there are several).",
+        "over problems and, crossed, over seeds (one draw of seeds for every problem: a "
+        "training seed moves all of its model's answers at once).",
         "",
         "| condition | topology | settings | accuracy % (95% CI) | vs reference, points "
         "(95% CI) | tokens/problem | x reference | calls/problem | wall s/problem | failed |",
@@ -248,11 +274,13 @@ def report_markdown(report: dict[str, Any]) -> str:
     if report.get("contrasts"):
         lines += [
             "",
-            "| contrast (treated - baseline) | points (95% CI) | pairs that differ | seeds |",
+            "| contrast (treated - baseline) | points (95% CI) | pairs that differ | points at "
+            "each seed |",
             "|---|---|---|---|",
             *(
                 f"| {c['treated']} - {c['baseline']} | {100 * c['value']:+.1f} "
-                f"{_interval(c['interval'], True)} | {c['differ']}/{c['pairs']} | {c['seeds']} |"
+                f"{_interval(c['interval'], True)} | {c['differ']}/{c['pairs']} | "
+                f"{seed_values(c)} |"
                 for c in report["contrasts"]
             ),
         ]
