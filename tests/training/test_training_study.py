@@ -1,8 +1,8 @@
 """Studies whose conditions train, then evaluate, on SmolLM2: rejection-sampling SFT at two
 seeds (two trainings, two different adapters), GRPO warm-started from the SFT adapter of the
 same seed, the held-out problems without the training rows' problems, a rerun that trains
-nothing again; the seeded LoRA initialisation; ``tmas train sft`` on rows without a verified
-response."""
+nothing again, in place or with the study folder moved; the seeded LoRA initialisation;
+``tmas train sft`` on rows without a verified response."""
 
 from __future__ import annotations
 
@@ -92,6 +92,18 @@ def test_a_training_study_trains_each_seed_and_warm_starts_from_the_same_seed(
     again = invoke(tmp_path, "study", str(path), "--out", str(out))
     assert again.exit_code == 0, again.output
     assert "(sft) in" not in again.output and "(grpo) in" not in again.output  # all kept
+    rows_before = (out / "conditions" / "sft_grpo" / "seed-0" / "results.jsonl").read_text()
+    weights = sft[0] / "adapter" / "adapter_model.safetensors"
+    trained_at = weights.stat().st_mtime_ns
+    moved = tmp_path / "moved"
+    out.rename(moved)  # a study folder taken elsewhere keeps its trainings and its answers
+    elsewhere = invoke(tmp_path, "study", str(path), "--out", str(moved))
+    assert elsewhere.exit_code == 0, elsewhere.output
+    assert "(sft) in" not in elsewhere.output and "(grpo) in" not in elsewhere.output
+    kept = moved / "training" / "sft" / "seed-0" / "adapter" / "adapter_model.safetensors"
+    assert kept.stat().st_mtime_ns == trained_at
+    rows_after = (moved / "conditions" / "sft_grpo" / "seed-0" / "results.jsonl").read_text()
+    assert rows_after == rows_before
 
 
 def adapter_weights(folder: Path) -> list[float]:

@@ -2,7 +2,8 @@
 
 Each problem is its own run (thread) in the run database, with an id derived from the output
 folder and the problem id, so the same command run again skips finished problems and resumes
-unfinished ones from their checkpoints. Problems run concurrently: in threads of this process
+unfinished ones from their checkpoints; a folder moved or copied with its database keeps its
+runs (each results row names its run). Problems run concurrently: in threads of this process
 sharing one set of models, or as Ray tasks on a cluster (``ray_address``).
 """
 
@@ -101,15 +102,32 @@ class Evaluation:
         return plan_run(chosen.spec, [chosen.config, given], self.plan.backend,
                         self.plan.plugin_refs())  # fmt: skip
 
+    def _moved(self, previous: dict[str, dict[str, Any]]) -> bool:
+        """Whether a saved row names a run id other than the folder's own (the folder was
+        moved or copied since it ran)."""
+        return any(
+            row.get("run_id") not in (None, eval_run_id(self.out_dir, problem_id))
+            for problem_id, row in previous.items()
+        )
+
+    def _run_id(self, problem: Problem, previous: dict[str, dict[str, Any]], storage: Any) -> str:
+        """The problem's run: the one its saved row names when the database holds it (a
+        folder moved or copied with its database keeps its runs), else the folder's own id."""
+        saved = (previous.get(problem.id) or {}).get("run_id")
+        if saved and storage is not None and storage.registry.exists(saved):
+            return str(saved)
+        return eval_run_id(self.out_dir, problem.id)
+
     def _jobs(self, previous: dict[str, dict[str, Any]]) -> list[ProblemJob]:
         db = self.db if is_database_url(self.db) else str(Path(self.db).resolve())
-        storage = open_runs(self.db) if self.chooser is not None else None
+        reading = self.chooser is not None or self._moved(previous)
+        storage = open_runs(self.db) if reading else None
         jobs = []
         try:
             for problem in self.problems:
-                run_id = eval_run_id(self.out_dir, problem.id)
+                run_id = self._run_id(problem, previous, storage)
                 plan = {"plan": self.plan, "plan_choice": None}
-                if storage is not None:
+                if self.chooser is not None:
                     plan = self._plan_for(problem, run_id, storage)
                 jobs.append(
                     ProblemJob(

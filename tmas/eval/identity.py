@@ -3,8 +3,10 @@ refused instead of mixing (or mislabelling) results.
 
 The identity covers the topology spec (every node, parameter and edge), the config (sizes,
 selection rule, budgets, per-role model overrides), the backend and the model of every role,
-the plugins (module and a digest of its source) and the prompt templates. ``about`` records
-the package version and is not compared.
+the plugins (module and a digest of its source) and the prompt templates. A LoRA adapter counts
+by its content, not its path: the same adapter moved or copied (a study folder taken to another
+machine) is the same, and one retrained in place is not. ``about`` records the package version
+and is not compared.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from tmas.graphs.run_plan import RunPlan
 from tmas.graphs.settings import canonical_settings
 from tmas.graphs.spec import GraphSpec, parse_spec
 from tmas.llm.backend import BackendSpec
+from tmas.llm.content_keys import content_key
 from tmas.roles import BUILTIN_ROLES
 
 IDENTITY = "identity.json"
@@ -43,6 +46,13 @@ CORRECTABLE = ("backend.", "models.", "config.roles.")
 any problem finished: the model settings the stop asked to fix."""
 
 
+def _model_line(line: str) -> str:
+    """A role's model line (``hf:smollm2 + /adapter``) with its adapter as its content key
+    (:func:`tmas.llm.content_keys.content_key`)."""
+    model, plus, adapter = line.rpartition(" + ")
+    return f"{model}{plus}{content_key(adapter)}" if plus else line
+
+
 def _config(config: TMASConfig | dict[str, Any]) -> dict[str, Any]:
     if isinstance(config, dict):
         try:  # fields added since it was saved take their defaults
@@ -50,6 +60,9 @@ def _config(config: TMASConfig | dict[str, Any]) -> dict[str, Any]:
         except ValueError:
             return {k: v for k, v in config.items() if k not in NOT_RESULT_SETTINGS}
     found = canonical_settings(config)  # budgets compare alike however they were spelt
+    for role in (found.get("roles") or {}).values():
+        if isinstance(role, dict) and role.get("adapter"):
+            role["adapter"] = content_key(str(role["adapter"]))
     return {k: v for k, v in found.items() if k not in NOT_RESULT_SETTINGS}
 
 
@@ -59,7 +72,10 @@ def _backend(backend: BackendSpec | dict[str, Any]) -> dict[str, Any]:
             backend = BackendSpec(**backend)
         except ValueError:
             return dict(backend)
-    return backend.identity()
+    found = backend.identity()
+    if found.get("adapter"):
+        found["adapter"] = content_key(str(found["adapter"]))
+    return found
 
 
 def _spec(spec: GraphSpec | dict[str, Any] | None) -> dict[str, Any] | None:
@@ -120,7 +136,7 @@ def evaluation_identity(plan: RunPlan) -> dict[str, Any]:
     compared = [*BUILTIN_ROLES, *plan.config.roles]  # the roles whose models can be chosen
     return {
         **run_identity(plan.name, plan.config, plan.backend, plan.topology, plugin_list),
-        "models": {role: plan.models[role] for role in dict.fromkeys(compared)},
+        "models": {role: _model_line(plan.models[role]) for role in dict.fromkeys(compared)},
         "prompts": plan.prompt_set().digests(),
         "about": {"tmas_version": version},
     }
@@ -136,6 +152,8 @@ def comparable(identity: dict[str, Any]) -> dict[str, Any]:
         found["backend"] = _backend(found["backend"])
     if found.get("spec") is not None:
         found["spec"] = _spec(found["spec"])
+    if isinstance(found.get("models"), dict):
+        found["models"] = {role: _model_line(str(line)) for role, line in found["models"].items()}
     return found
 
 

@@ -40,6 +40,7 @@ from tmas.training.trainer_runs import (
     metrics_callback,
     prepare_output,
     save_adapter,
+    settings_record,
     trainer_arguments,
     without_log_printing,
     write_json,
@@ -168,7 +169,7 @@ def train_reward_model(
     )
     last = last_complete_checkpoint(out_dir / "checkpoints")
     record: dict[str, Any] = {
-        "settings": settings.model_dump(),
+        **settings_record(settings),
         "checkpoint": checkpoint,
         "status": "running",
     }

@@ -36,6 +36,7 @@ from tmas.training.trainer_runs import (
     prepare_output,
     resume_checkpoint,
     save_adapter,
+    settings_record,
     trainer_arguments,
     write_json,
 )
@@ -178,7 +179,7 @@ def train_grpo(settings: GRPOSettings, out_dir: Path, progress: bool = True) -> 
     rewards = TRLRewards(HybridReward(settings.weights, judge))
     config = trainer_config(settings, out_dir, progress, rewards.weights())
     record = {
-        "settings": settings.model_dump(),
+        **settings_record(settings),
         "trainer": trainer_record(config),
         "checkpoint": checkpoint,
         "rows": {"used": len(rows), "prompt_too_long": too_long},

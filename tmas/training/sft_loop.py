@@ -27,6 +27,7 @@ from tmas.training.trainer_runs import (
     metrics_callback,
     resume_checkpoint,
     save_adapter,
+    settings_record,
     trainer_arguments,
     without_log_printing,
     write_json,
@@ -156,7 +157,7 @@ def run_sft(
     if before is None:  # the untrained adapter is the identity: the base model's loss
         before = mean_loss(model, probe)
     record = {
-        "settings": settings.model_dump(),
+        **settings_record(settings),
         "checkpoint": checkpoint,
         "status": "running",
         **described,

@@ -27,7 +27,7 @@ from tmas.eval.study import Study
 from tmas.eval.study_file import StudyError, Training
 from tmas.training.data_files import read_rows
 from tmas.training.latent_data import is_export
-from tmas.training.trainer_runs import SETTINGS_FILE
+from tmas.training.trainer_runs import SETTINGS_FILE, same_training
 
 TrainingLog = Callable[[str], None]
 
@@ -170,7 +170,8 @@ class TrainingStudy(Study):
 
 def finished_record(folder: Path, settings: BaseModel) -> dict[str, Any] | None:
     """The record of a finished training of ``settings`` in ``folder`` whose adapter is
-    there, else None.
+    there, else None; its inputs compare by content and its adapter is the folder's own, so a
+    study folder moved or copied keeps its trainings.
 
     Example:
         >>> from tmas.training.rejection_sft import SFTSettings
@@ -181,6 +182,7 @@ def finished_record(folder: Path, settings: BaseModel) -> dict[str, Any] | None:
         record = json.loads((folder / SETTINGS_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if record.get("status") != "finished" or record.get("settings") != settings.model_dump():
+    if record.get("status") != "finished" or same_training(record, settings, growable=()):
         return None
-    return record if Path(str(record.get("adapter"))).is_dir() else None
+    adapter = folder / "adapter"  # where it was trained, wherever the folder is now
+    return {**record, "adapter": str(adapter)} if adapter.is_dir() else None

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from tmas.llm.content_keys import content_key
 from tmas.llm.hf.model_loading import ADAPTER_RECORD, model_shape
 from tmas.training.data_files import replace_atomically
 from tmas.training.metrics import append_metrics
@@ -23,26 +24,66 @@ from tmas.training.metrics import append_metrics
 SETTINGS_FILE = "training.json"
 
 
+INPUT_SETTINGS = ("data", "init_adapter", "graph", "pairs", "eval_pairs")
+"""Settings that name a file or folder a training reads: its record keeps their content keys
+(:func:`tmas.llm.content_keys.content_key`), so the same inputs at another path (a study folder
+moved or copied) continue the same training, and an input rewritten in place does not."""
+
+
+def settings_record(settings: BaseModel) -> dict[str, Any]:
+    """A training's settings as its record saves them, with the content key of each input.
+
+    Example:
+        >>> class Settings(BaseModel):
+        ...     data: str
+        ...     steps: int = 5
+        >>> data = Path(tempfile.mkdtemp()) / "rows.jsonl"
+        >>> _ = data.write_text("{}")
+        >>> record = settings_record(Settings(data=str(data)))
+        >>> record["settings"]["steps"], record["inputs"]["data"].startswith("sha256:")
+        (5, True)
+    """
+    dumped = settings.model_dump()
+    inputs = {key: content_key(str(dumped[key])) for key in INPUT_SETTINGS if dumped.get(key)}
+    return {"settings": dumped, "inputs": inputs}
+
+
 def same_training(
     saved: dict[str, Any], settings: BaseModel, growable: tuple[str, ...] = ("steps",)
 ) -> list[str]:
     """The settings that differ from a saved training's (the ``growable`` ones, such as the
-    number of steps, may grow: more steps continue the same training).
+    number of steps, may grow: more steps continue the same training). An input the record
+    keeps a content key of (:func:`settings_record`) differs when its content does.
 
     Example:
-        >>> from pydantic import BaseModel
         >>> class Settings(BaseModel):
         ...     data: str
         ...     steps: int = 5
         >>> same_training({"data": "/a.jsonl", "steps": 3}, Settings(data="/b.jsonl"))
         ['data']
+        >>> rows = Path(tempfile.mkdtemp()) / "rows.jsonl"
+        >>> _ = rows.write_text("{}")
+        >>> saved = settings_record(Settings(data=str(rows)))
+        >>> moved = rows.rename(rows.with_name("moved.jsonl"))
+        >>> same_training(saved, Settings(data=str(moved)))
+        []
+        >>> _ = moved.write_text('{"changed": 1}')
+        >>> same_training(saved, Settings(data=str(moved)))
+        ['data']
     """
     current = settings.model_dump()
     known = saved.get("settings", saved)
+    inputs = saved.get("inputs") or {}
     return [
         key
         for key, value in current.items()
-        if key not in growable and key in known and known[key] != value
+        if key not in growable
+        and key in known
+        and (
+            inputs[key] != content_key(str(value))
+            if key in inputs and value is not None
+            else known[key] != value
+        )
     ]
 
 
