@@ -100,6 +100,7 @@ def study(
         runner = runner_class(
             spec, out_dir, command=shlex.join(command), on_row=StudyProgress(quiet)
         )
+        runner.require_models()
         if plan:
             for line in plan_lines(plan_study(runner)):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)

@@ -37,7 +37,8 @@ from tmas.eval.study_file import Condition, StudyError, StudyFile
 from tmas.eval.study_memory import arm_namespace, read_items, seed_memory
 from tmas.graphs.run_plan import RunPlan, plan_run, revised_backend
 from tmas.graphs.spec import GraphSpec
-from tmas.llm.backend import BackendSpec
+from tmas.llm.backend import LOCAL_KINDS, BackendSpec
+from tmas.llm.model_files import require_bundled
 
 DESIGN = "design.json"
 RowCallback = Callable[[str, dict[str, Any]], None]
@@ -119,6 +120,18 @@ class Study:
     def training_problems(self) -> list[Problem]:
         """The problems the training conditions learn from (none here; a training study's)."""
         return []
+
+    def required_models(self) -> dict[str, list[str | None]]:
+        """The models the study needs, by what needs them: its engine's when local (a training
+        study adds its trainings')."""
+        local = self.backend.kind in LOCAL_KINDS
+        return {"the study's backend": [self.backend.model if local else None]}
+
+    def require_models(self) -> None:
+        """ModelFileError, before anything runs, naming what to install when a bundled model
+        the study needs (:meth:`required_models`) is not installed."""
+        for user, models in self.required_models().items():
+            require_bundled(*models, user=user)
 
     def trained_adapter(self, name: str, seed: int) -> str:
         """The adapter condition ``name`` trained at ``seed`` (a training study trains it)."""

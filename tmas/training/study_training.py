@@ -25,6 +25,7 @@ from tmas.config import describe_validation_error
 from tmas.eval.data import Problem, load_problems
 from tmas.eval.study import Study
 from tmas.eval.study_file import StudyError, Training
+from tmas.llm.backend import LOCAL_KINDS
 from tmas.training.data_files import read_rows
 from tmas.training.latent_data import is_export
 from tmas.training.trainer_runs import SETTINGS_FILE, same_training
@@ -101,6 +102,21 @@ class TrainingStudy(Study):
         for name, condition in self.conditions.items():
             if condition.train is not None:
                 self.training_settings(name, condition.train, self.file.seeds[0])
+
+    def required_models(self) -> dict[str, list[str | None]]:
+        """The study's own models and, per training condition, the bundled models it trains
+        and judges with (a GRPO condition's judge is needed hours in)."""
+        found = super().required_models()
+        for name, condition in self.conditions.items():
+            if condition.train is None:
+                continue
+            settings = self.training_settings(name, condition.train, self.file.seeds[0])
+            models = [getattr(settings, "model", None)]
+            judge, weights = getattr(settings, "judge", None), getattr(settings, "weights", None)
+            if judge and judge.enabled and weights and weights.novelty > 0 and judge.model:
+                models.append(judge.model if judge.backend in LOCAL_KINDS else None)
+            found[f"condition {name}"] = models
+        return found
 
     def training_folder(self, name: str, seed: int) -> Path:
         """Where condition ``name`` trains at ``seed``.
