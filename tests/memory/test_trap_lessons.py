@@ -12,6 +12,7 @@ import yaml
 from langgraph.store.memory import InMemoryStore
 
 from tmas.config import TMASConfig
+from tmas.lifecycle.memory_runs import memory_in
 from tmas.memory.lifelong import LifelongMemory
 
 STUDIES = Path(__file__).resolve().parents[2] / "benchmarks" / "studies"
@@ -26,16 +27,7 @@ def lessons_only_memory() -> tuple[LifelongMemory, TMASConfig]:
     """The arm's memory as its settings build it, with the lessons imported."""
     study = yaml.safe_load((STUDIES / "lifelong.yaml").read_text(encoding="utf-8"))
     config = TMASConfig(**study["conditions"]["lessons_only"]["settings"])
-    memory = LifelongMemory(
-        InMemoryStore(),
-        "traps",
-        cap=config.memory_cap,
-        threshold=config.dedup_threshold,
-        min_score=config.memory_min_score,
-        types=config.memory_types,
-        similarity=config.similarity,
-        retrieval=config.memory_similarity,
-    )
+    memory = memory_in(InMemoryStore(), config)
     assert memory.import_items(rows("hard_trap_lessons.jsonl")) == 4
     return memory, config
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from langgraph.store.base import BaseStore
+
 from tmas.config import TMASConfig
 from tmas.memory.banks import ORIGIN, remembered_items
 from tmas.memory.lifelong import LifelongMemory
@@ -18,8 +20,23 @@ def open_memory(storage: Storage, config: TMASConfig) -> LifelongMemory | None:
     """The run's memory in the run database's store, or None when the run keeps none."""
     if config.memory is None:
         return None
+    return memory_in(storage.store(), config)
+
+
+def memory_in(store: BaseStore, config: TMASConfig) -> LifelongMemory:
+    """The memory ``config`` names (``config.memory``), with its caps, gate and similarities,
+    in ``store``.
+
+    Example:
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> memory = memory_in(InMemoryStore(), TMASConfig(memory="traps", memory_types=[]))
+        >>> memory.name, memory.types
+        ('traps', ())
+    """
+    if config.memory is None:
+        raise ValueError("the config names no memory (memory: NAME)")
     return LifelongMemory(
-        storage.store(),
+        store,
         config.memory,
         cap=config.memory_cap,
         threshold=config.dedup_threshold,
