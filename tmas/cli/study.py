@@ -71,6 +71,10 @@ def study(
         list[str] | None,
         typer.Option("--set", help="KEY=VALUE for a study field, dotted (problems.limit=20)"),
     ] = None,
+    only: Annotated[
+        list[str] | None,
+        typer.Option("--only", help="run these conditions only (NAME,NAME; the reference too)"),
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="no per-problem lines")] = False,
 ) -> None:
     """Run a study: conditions interleaved on one engine, a self-consistency control at equal
@@ -82,7 +86,8 @@ def study(
 
     try:
         overrides = {key: study_value(value) for key, value in parse_pairs(set_values or [])}
-        spec = load_study(study_file, overrides, toy=toy)
+        chosen = [name for item in only for name in item.split(",") if name] if only else None
+        spec = load_study(study_file, overrides, toy=toy, only=chosen)
         command = [
             "tmas",
             "study",
@@ -91,6 +96,7 @@ def study(
             str(out_dir),
             *(["--toy"] if toy else []),
             *(f"--set={item}" for item in set_values or []),
+            *(f"--only={item}" for item in only or []),
         ]
         runner_class: type[Study] = Study
         if any(c.train is not None for c in spec.conditions.values()):

@@ -341,10 +341,50 @@ def parse_study(
         raise StudyError(f"not a study: {problems}") from None
 
 
+def only_conditions(document: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """``document`` keeping the conditions ``names`` and the contrasts between them (a subset
+    of a study run in its own folder; the full file, rerun there, keeps their runs).
+
+    Example:
+        >>> kept = only_conditions({"reference": "a", "conditions": {"a": {}, "b": {}, "c": {}},
+        ...                         "contrasts": [["b", "c"], ["a", "b"]]}, ["a", "b"])
+        >>> list(kept["conditions"]), kept["contrasts"]
+        (['a', 'b'], [['a', 'b']])
+    """
+    conditions = document.get("conditions")
+    if not isinstance(conditions, dict):
+        raise StudyError("the study has no conditions: section to choose from")
+    known = ", ".join(map(str, conditions))
+    unknown = [name for name in names if name not in conditions]
+    if unknown or not names:
+        raise StudyError(f"--only {', '.join(unknown)}: name conditions of the study ({known})")
+    if document.get("reference") not in names:
+        raise StudyError(
+            f"--only leaves out the reference {document.get('reference')!r}, which every other "
+            "condition is compared with: name it too, or choose another with --set reference=NAME"
+        )
+    for name in names:
+        start = ((conditions[name] or {}).get("train") or {}).get("warm_start")
+        if start is not None and start not in names:
+            raise StudyError(f"--only: {name} trains from {start}'s adapter: name {start} too")
+    kept = {*names, SELF_CONSISTENCY}
+    result = copy.deepcopy(document)
+    result["conditions"] = {name: conditions[name] for name in conditions if name in names}
+    result["contrasts"] = [
+        pair for pair in document.get("contrasts") or [] if set(map(str, pair)) <= kept
+    ]
+    return result
+
+
 def load_study(
-    path: Path, overrides: dict[str, Any] | None = None, *, toy: bool = False
+    path: Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    toy: bool = False,
+    only: list[str] | None = None,
 ) -> StudyFile:
-    """Read a study file; with ``toy`` its ``toy:`` overrides apply first, then ``overrides``.
+    """Read a study file; with ``toy`` its ``toy:`` overrides apply first, then ``overrides``,
+    then ``only`` keeps those conditions (:func:`only_conditions`).
 
     Example:
         >>> import tempfile
@@ -363,4 +403,7 @@ def load_study(
         if not isinstance(document, dict) or not document.get("toy"):
             raise StudyError(f"{path} has no toy: section for --toy")
         document = with_overrides(document, document["toy"])
+    if only is not None and isinstance(document, dict):
+        document = only_conditions(with_overrides(document, overrides or {}), only)
+        overrides = None
     return parse_study(document, Path(path).resolve().parent, overrides)
