@@ -1,6 +1,7 @@
 """A finished training counts by what it read, not where: the same inputs at another path (a
-study folder moved or copied) keep it; an input rewritten in place, or a record saved before
-inputs had content keys whose paths moved, trains again."""
+study folder moved or copied) keep it; an input rewritten in place differs. A record saved
+before inputs had content keys keeps a copied folder (its recorded inputs are still there to
+compare) and refuses a moved one."""
 
 from __future__ import annotations
 
@@ -62,6 +63,19 @@ def test_an_input_rewritten_in_place_is_another_training(tmp_path: Path, rewritt
     assert finished_record(folder, settings) is None
     with pytest.raises(ValueError, match="holds a training with other settings"):
         prepare_output(folder, settings)
+
+
+def test_a_copied_folder_keeps_a_record_without_content_keys(tmp_path: Path) -> None:
+    folder, settings = study(tmp_path / "a")
+    trained(folder, settings, legacy=True)
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    copy, copy_settings = study_paths(tmp_path / "b")
+    record = finished_record(copy, copy_settings)  # the recorded inputs are there, the same
+    assert record is not None and record["adapter"] == str(copy / "adapter")
+    (tmp_path / "b" / "rows.jsonl").write_text("changed", encoding="utf-8")
+    assert finished_record(copy, copy_settings) is None
+    with pytest.raises(ValueError, match=r"other settings \(data\)"):
+        prepare_output(copy, copy_settings)
 
 
 def test_a_record_without_content_keys_compares_paths(tmp_path: Path) -> None:

@@ -53,7 +53,9 @@ def same_training(
 ) -> list[str]:
     """The settings that differ from a saved training's (the ``growable`` ones, such as the
     number of steps, may grow: more steps continue the same training). An input the record
-    keeps a content key of (:func:`settings_record`) differs when its content does.
+    keeps a content key of (:func:`settings_record`) differs when its content does; one a
+    record without keys names at another path, when what lies at the two paths differs (a
+    copied folder: both are there; a moved one: the recorded path is gone, so it differs).
 
     Example:
         >>> class Settings(BaseModel):
@@ -71,19 +73,21 @@ def same_training(
         >>> same_training(saved, Settings(data=str(moved)))
         ['data']
     """
-    current = settings.model_dump()
     known = saved.get("settings", saved)
     inputs = saved.get("inputs") or {}
+
+    def differs(key: str, value: Any) -> bool:
+        if key in inputs and value is not None:
+            return inputs[key] != content_key(str(value))
+        if known[key] == value:
+            return False
+        unkeyed_input = key in INPUT_SETTINGS and known[key] and value
+        return not unkeyed_input or content_key(str(known[key])) != content_key(str(value))
+
     return [
         key
-        for key, value in current.items()
-        if key not in growable
-        and key in known
-        and (
-            inputs[key] != content_key(str(value))
-            if key in inputs and value is not None
-            else known[key] != value
-        )
+        for key, value in settings.model_dump().items()
+        if key not in growable and key in known and differs(key, value)
     ]
 
 
