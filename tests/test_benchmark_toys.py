@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import invoke
-from tmas.eval.study_file import load_study
+from tmas.eval.study_loading import load_study
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 from tmas.testing.scripted import ScriptedReplies
 

@@ -13,7 +13,7 @@ import yaml
 
 from tests.cli_helpers import invoke, one_line
 from tmas.eval.study import Study
-from tmas.eval.study_file import load_study, parse_study
+from tmas.eval.study_loading import load_study, parse_study
 from tmas.eval.study_report import report_study
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 

@@ -16,7 +16,8 @@ from tests.eval.test_study import run_study, study_document, write_study
 from tmas.eval.data import Problem
 from tmas.eval.dedupe import deduplicated
 from tmas.eval.study import Study
-from tmas.eval.study_file import StudyError, load_study, parse_study
+from tmas.eval.study_file import StudyError
+from tmas.eval.study_loading import load_study, parse_study
 from tmas.lifecycle.history import latest_run_states
 from tmas.lifecycle.run_database import open_runs
 from tmas.memory.banks import remembered_items

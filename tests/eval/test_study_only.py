@@ -10,7 +10,8 @@ import pytest
 
 from tests.cli_helpers import invoke, one_line
 from tests.eval.test_study import run_study, study_document, write_study
-from tmas.eval.study_file import StudyError, load_study
+from tmas.eval.study_file import StudyError
+from tmas.eval.study_loading import load_study
 from tmas.testing.fake_openai_server import FakeOpenAIServer
 
 

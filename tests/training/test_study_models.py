@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.cli_helpers import invoke, one_line
-from tmas.eval.study_file import parse_study
+from tmas.eval.study_loading import parse_study
 from tmas.training.study_training import TrainingStudy
 
 

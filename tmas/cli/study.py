@@ -80,7 +80,7 @@ def study(
     """Run a study: conditions interleaved on one engine, a self-consistency control at equal
     tokens, paired 95% intervals, a Pareto plot; rerun the same command to finish it."""
     from tmas.eval.study import Study
-    from tmas.eval.study_file import load_study
+    from tmas.eval.study_loading import load_study
     from tmas.eval.study_plan import plan_lines, plan_study
     from tmas.eval.study_report import report_study
 

@@ -8,7 +8,7 @@ finishes what is missing; a changed condition is refused by its folder's identit
 Example (Python; ``tmas study STUDY.yaml --out DIR`` does the same)::
 
     from tmas.eval.study import Study
-    from tmas.eval.study_file import load_study
+    from tmas.eval.study_loading import load_study
     from tmas.eval.study_report import report_study
     study = Study(load_study(Path("benchmarks/studies/cpu_gsm8k.yaml")), Path("out"))
     report = report_study(study)  # report.md, report.json, pareto.png, iterations.png
@@ -109,7 +109,7 @@ class Study:
         ``dedupe_against`` files and its training conditions' data.
 
         Example:
-            >>> from tmas.eval.study_file import parse_study
+            >>> from tmas.eval.study_loading import parse_study
             >>> Study(parse_study({"name": "s", "reference": "a", "conditions": {"a": {}},
             ...     "problems": {"dedupe_against": ["gsm8k"]}}), Path("o")).dedupe_sources()
             ['gsm8k']
@@ -217,7 +217,7 @@ class Study:
         """The evaluation folder of a condition at a seed.
 
         Example:
-            >>> from tmas.eval.study_file import parse_study
+            >>> from tmas.eval.study_loading import parse_study
             >>> study = Study(parse_study({"name": "s", "reference": "a",
             ...     "conditions": {"a": {}}}), Path("out"))
             >>> study.folder("a", 3).as_posix()

@@ -122,7 +122,7 @@ class TrainingStudy(Study):
         """Where condition ``name`` trains at ``seed``.
 
         Example:
-            >>> from tmas.eval.study_file import parse_study
+            >>> from tmas.eval.study_loading import parse_study
             >>> study = TrainingStudy(parse_study({"name": "s", "reference": "a",
             ...     "conditions": {"a": {}}}), Path("out"))
             >>> study.training_folder("a", 2).as_posix()
