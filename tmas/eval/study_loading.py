@@ -117,7 +117,8 @@ def load_study(
         if not isinstance(document, dict) or not document.get("toy"):
             raise StudyError(f"{path} has no toy: section for --toy")
         document = with_overrides(document, document["toy"])
-    if only is not None and isinstance(document, dict):
-        document = only_conditions(with_overrides(document, overrides or {}), only)
-        overrides = None
-    return parse_study(document, Path(path).resolve().parent, overrides)
+    if isinstance(document, dict):
+        document = with_overrides(document, overrides or {})
+        if only is not None:
+            document = only_conditions(document, only)
+    return parse_study(document, Path(path).resolve().parent)
